@@ -1,0 +1,33 @@
+# The Rust platform crate (object_store + DataFusion) as one static library.
+#
+# Cargo's target directory lives outside the clone (default
+# ~/.cache/timelake/cargo-target) so that rebuilds and CI runs on the same
+# machine reuse the compiled DataFusion. Cargo is run on every build; it
+# returns at once when nothing changed.
+
+find_program(CARGO_EXECUTABLE cargo HINTS "$ENV{HOME}/.cargo/bin" REQUIRED)
+if(NOT TIMELAKE_CARGO_TARGET_DIR)
+  if(DEFINED ENV{TIMELAKE_CARGO_TARGET_DIR})
+    set(TIMELAKE_CARGO_TARGET_DIR "$ENV{TIMELAKE_CARGO_TARGET_DIR}")
+  else()
+    set(TIMELAKE_CARGO_TARGET_DIR "$ENV{HOME}/.cache/timelake/cargo-target")
+  endif()
+endif()
+
+# The crate is always built with the release profile: DataFusion in debug is
+# too slow to test with, and one profile means one cold build.
+set(_rust_lib "${TIMELAKE_CARGO_TARGET_DIR}/release/libtimelake_platform.a")
+add_custom_target(timelake_platform_cargo
+  COMMAND ${CMAKE_COMMAND} -E env CARGO_TARGET_DIR=${TIMELAKE_CARGO_TARGET_DIR}
+          ${CARGO_EXECUTABLE} build --release --locked --quiet
+  WORKING_DIRECTORY "${CMAKE_SOURCE_DIR}/rust"
+  BYPRODUCTS "${_rust_lib}"
+  USES_TERMINAL
+  COMMENT "Building the Rust platform crate (cargo)")
+
+add_library(timelake_platform STATIC IMPORTED GLOBAL)
+set_target_properties(timelake_platform PROPERTIES
+  IMPORTED_LOCATION "${_rust_lib}"
+  INTERFACE_INCLUDE_DIRECTORIES "${CMAKE_SOURCE_DIR}/rust/include"
+  INTERFACE_LINK_LIBRARIES "Threads::Threads;dl;m;rt")
+add_dependencies(timelake_platform timelake_platform_cargo)

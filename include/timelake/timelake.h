@@ -1,0 +1,285 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// Timelake: the open time-series lakehouse. Tables are Apache Iceberg tables
+// of Parquet files in a warehouse on object storage or local disk, laid out
+// for time series (partitioned by time, sorted by series and time) and queried
+// with SQL on Apache DataFusion.
+//
+//   TIMELAKE_ASSIGN_OR_RAISE(Lake lake, Lake::Open("/data/warehouse"));
+//   TableOptions opts;
+//   opts.time_column = "time";
+//   opts.series_key = {"device_id"};
+//   TIMELAKE_ASSIGN_OR_RAISE(Table table,
+//                            lake.CreateTable("iot.readings", *batch->schema(), opts));
+//   TIMELAKE_ASSIGN_OR_RAISE(auto appended, table.Append({batch}));
+//   Session session(lake);
+//   TIMELAKE_ASSIGN_OR_RAISE(auto rows, session.Sql("SELECT * FROM iot.readings"));
+//   timelake::Flush();
+//
+// Errors are values (arrow::Status / arrow::Result with an ErrorKind, see
+// status.h); nothing here throws. Unless a comment says otherwise, every
+// class is cheap to copy and safe to use from several threads at once.
+
+#ifndef TIMELAKE_TIMELAKE_H_
+#define TIMELAKE_TIMELAKE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <arrow/type_fwd.h>
+
+#include "timelake/status.h"
+
+namespace timelake {
+
+namespace internal {
+struct LakeState;
+struct TableState;
+struct SessionState;
+}  // namespace internal
+
+// Namespace of table names given without one.
+inline constexpr std::string_view kDefaultNamespace = "default";
+
+// The version of Timelake's on-storage format that this library writes
+// (`timelake.format-version`).
+inline constexpr std::string_view kFormatVersion = "0.3.0";
+
+// A validated table name: "namespace.table", or "table" in kDefaultNamespace.
+// Both parts match [A-Za-z0-9_-]+, so they are safe as path segments.
+class TableName {
+ public:
+  // Parses "ns.table" or "table". Errors: kInvalid naming the offending text.
+  static arrow::Result<TableName> Parse(std::string_view text);
+
+  const std::string& ns() const { return ns_; }
+  const std::string& name() const { return name_; }
+  // "ns.table".
+  std::string ToString() const { return ns_ + "." + name_; }
+
+  friend bool operator==(const TableName&, const TableName&) = default;
+  friend auto operator<=>(const TableName&, const TableName&) = default;
+
+ private:
+  TableName(std::string ns, std::string name)
+      : ns_(std::move(ns)), name_(std::move(name)) {}
+  std::string ns_;
+  std::string name_;
+};
+
+// Checks one part of a table name or a namespace. Errors: kInvalid.
+arrow::Status ValidateNamePart(std::string_view part, std::string_view what);
+
+// How much time one partition covers.
+enum class Chunk { kHour, kDay, kMonth };
+std::string_view ChunkName(Chunk chunk);
+arrow::Result<Chunk> ParseChunk(std::string_view text);
+
+// Options for Lake::CreateTable. Only time_column is needed for a time-series
+// table; leave it unset for a plain (dimension) table such as device metadata.
+struct TableOptions {
+  // The timestamp column (made NOT NULL, stored as microseconds UTC).
+  // Default: none (a plain table, unpartitioned).
+  std::optional<std::string> time_column;
+  // Columns that identify one series, e.g. {"device_id"}. Default: empty.
+  std::vector<std::string> series_key;
+  // Time partition size. Default: kDay.
+  Chunk chunk = Chunk::kDay;
+  // One row per (series, time), latest write wins. Default: on when a series
+  // key is set.
+  std::optional<bool> dedup;
+  // Further table properties: `timelake.*` settings (validated) and plain
+  // Iceberg properties (passed through). Default: none.
+  std::map<std::string, std::string> properties;
+};
+
+// Options for Table::Append.
+struct AppendOptions {
+  // Makes the append idempotent: an id already recorded in the table's
+  // snapshots commits nothing and reports 0 rows. Default: none.
+  std::optional<std::string> batch_id;
+  // Attempts of the optimistic commit before giving up with kConflict.
+  // Default: 20.
+  int max_commit_attempts = 20;
+};
+
+// How a commit went.
+struct CommitInfo {
+  // Attempts of put-if-absent of the next metadata version (1 = no race).
+  int attempts = 0;
+  // Times another writer won and this change was rebased onto its commit.
+  int conflicts_rebased = 0;
+  // Writing data files and manifests.
+  std::chrono::microseconds write_duration{0};
+  // From the first commit attempt to success.
+  std::chrono::microseconds commit_duration{0};
+};
+
+// What Table::Append did.
+struct AppendResult {
+  int64_t rows = 0;        // rows committed (after dedup within the batch)
+  int64_t input_rows = 0;  // rows given
+  int64_t files = 0;       // data files written
+  int64_t bytes = 0;       // bytes of data files written
+  int64_t partitions = 0;  // time partitions touched
+  std::optional<int64_t> snapshot_id;  // none when nothing was committed
+  int64_t sequence_number = 0;
+  int64_t version = 0;     // table version (metadata file number) after the append
+  bool duplicate_batch = false;  // batch_id seen before: nothing committed
+  CommitInfo commit;
+};
+
+// Summary of a table version, for `timelake info`.
+struct TableInfo {
+  std::string name;
+  std::string location;
+  int64_t version = 0;
+  std::optional<int64_t> snapshot_id;
+  std::optional<std::string> time_column;
+  std::vector<std::string> series_key;
+  std::string chunk;
+  bool dedup = false;
+  int64_t rows = 0;
+  int64_t files = 0;
+  int64_t bytes = 0;
+  int64_t snapshots = 0;
+  std::map<std::string, std::string> properties;
+};
+
+class Table;
+
+// A warehouse: a root location holding namespaces (folders) of tables.
+// Copies share the storage client and caches.
+class Lake {
+ public:
+  // Opens a warehouse at `url`: a local path, "file:///abs/dir", "memory://",
+  // "s3://bucket/prefix" (options such as "aws_endpoint", "aws_region",
+  // "aws_allow_http"; credentials also from the environment), "gs://…",
+  // "az://…". Errors: kConfig (bad URL or options), kStorage.
+  static arrow::Result<Lake> Open(std::string_view url,
+                                  const std::map<std::string, std::string>& options = {});
+
+  // The warehouse root URL, e.g. "file:///data/warehouse".
+  const std::string& url() const;
+
+  // Namespaces holding at least one table, sorted.
+  arrow::Result<std::vector<std::string>> ListNamespaces() const;
+  // Tables of `ns` (all namespaces when empty), sorted.
+  arrow::Result<std::vector<TableName>> ListTables(std::string_view ns = {}) const;
+
+  // Creates a table from an Arrow schema (SPEC §4.4 normalisation applies).
+  // Errors: kInvalid (name, schema, options), kAlreadyExists, kStorage.
+  arrow::Result<Table> CreateTable(std::string_view name, const arrow::Schema& schema,
+                                   const TableOptions& options = {}) const;
+  // Opens a table at its newest committed version. Errors: kNotFound, kCorrupt,
+  // kUnsupported (a newer major format), kStorage.
+  arrow::Result<Table> LoadTable(std::string_view name) const;
+  // Deletes a table and all its files. Errors: kNotFound, kStorage.
+  arrow::Status DropTable(std::string_view name) const;
+
+ private:
+  friend class Table;
+  friend class Session;
+  explicit Lake(std::shared_ptr<internal::LakeState> state) : state_(std::move(state)) {}
+  std::shared_ptr<internal::LakeState> state_;
+};
+
+// A table at one committed version. Committing calls return a new Table;
+// Refresh() sees commits made since.
+class Table {
+ public:
+  const TableName& name() const;
+  // Table location URL.
+  const std::string& location() const;
+  // The metadata version number N of v<N>.metadata.json.
+  int64_t version() const;
+  std::optional<int64_t> current_snapshot_id() const;
+  // The table schema as Arrow (with PARQUET:field_id metadata).
+  std::shared_ptr<arrow::Schema> schema() const;
+  // Table properties, including the timelake.* contract.
+  const std::map<std::string, std::string>& properties() const;
+  std::optional<std::string> time_column() const;
+  std::vector<std::string> series_key() const;
+  TableInfo Info() const;
+
+  // The newest committed version. Errors: kNotFound (dropped), kStorage.
+  arrow::Result<Table> Refresh() const;
+
+  // Appends batches as one commit (SPEC §5): aligned to the table schema,
+  // `_ingest_ts` stamped where null, split by partition, sorted by
+  // (series…, time, insertion), deduplicated within the batch when dedup is on,
+  // one Parquet file per partition, then an optimistic commit that rebases over
+  // concurrent appends. Errors: kInvalid (extra columns, wrong types, null
+  // times; nothing is written), kConflict, kStorage.
+  arrow::Result<std::pair<Table, AppendResult>> Append(
+      const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+      const AppendOptions& options = {}) const;
+
+ private:
+  friend class Lake;
+  friend class Session;
+  explicit Table(std::shared_ptr<const internal::TableState> state)
+      : state_(std::move(state)) {}
+  std::shared_ptr<const internal::TableState> state_;
+};
+
+// Timelake settings for one session; unset ones follow each table.
+struct SessionSettings {
+  // DataFusion target partitions (parallelism). Default: 0 = number of cores.
+  uint32_t target_partitions = 0;
+};
+
+// A SQL session over a lake: catalog "timelake", namespaces as schemas, bare
+// names in "default". Each query reads every table at its newest committed
+// version. A Session is not thread-safe; use one per thread.
+class Session {
+ public:
+  explicit Session(Lake lake, SessionSettings settings = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  // Runs one SQL statement and collects its result. Errors: kInvalid (parse
+  // or plan error, with DataFusion's message), kNotFound, kStorage.
+  arrow::Result<std::shared_ptr<arrow::Table>> Sql(std::string_view sql);
+  // Runs one SQL statement and streams its result.
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> SqlStream(std::string_view sql);
+  // EXPLAIN ANALYZE of a query: the executed plan with its metrics.
+  arrow::Result<std::string> ExplainAnalyze(std::string_view sql);
+  // The newest row of every series of a table, by the tie rule (later
+  // insertion, then later commit). Errors: kNotFound, kInvalid (not a
+  // time-series table).
+  arrow::Result<std::shared_ptr<arrow::Table>> Latest(std::string_view table);
+
+ private:
+  arrow::Status EnsureStarted();
+  std::unique_ptr<internal::SessionState> state_;
+};
+
+// Casts and reorders `batch` to `table_schema` by column name. Missing
+// nullable columns become nulls; extra columns, impossible casts and nulls in
+// NOT NULL columns are kInvalid errors naming the column (and the row count).
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> AlignBatch(
+    const arrow::RecordBatch& batch, const arrow::Schema& table_schema);
+
+// Waits for the background writes this process started (version hints).
+void Flush();
+
+// Parses "90d", "12h", "30m", "45s", "2w", "1y", "500ms" or spelled out
+// ("1 day", "3 hours"). Errors: kInvalid naming the text.
+arrow::Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
+// The inverse: the largest exact unit ("90d", "36h", "45s", "500ms").
+std::string FormatDuration(std::chrono::milliseconds duration);
+
+}  // namespace timelake
+
+#endif  // TIMELAKE_TIMELAKE_H_

@@ -1,0 +1,251 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The C ABI of Timelake's platform crate (Rust): one object_store client and
+// Apache DataFusion. This header is the only place where C++ meets Rust.
+//
+// Conventions
+// - Every fallible function returns a TlCode (TL_OK on success). On failure it
+//   stores a message in *err (allocated by Rust, free it with tl_string_free);
+//   err may be NULL when the caller does not want the message.
+// - Buffers and strings returned by Rust are freed with tl_bytes_free /
+//   tl_string_free / tl_listing_free. Pointers passed in are only borrowed for
+//   the duration of the call.
+// - Object keys ("paths") are relative to the store's root (the warehouse
+//   location given to tl_store_open), '/'-separated, without a leading '/'.
+// - All functions are thread-safe and may block. They must not be called from
+//   inside a DataFusion callback's own thread pool except as documented on
+//   TlCatalogCallbacks (Rust runs those callbacks on blocking threads).
+// - A Rust panic never unwinds into C++: it is caught and reported as
+//   TL_INTERNAL.
+// - With the environment variable TIMELAKE_TRACE containing "storage" (read
+//   when a store is opened), every storage request, including those of
+//   query scans, prints one line to stderr:
+//   "timelake storage: <METHOD> <key> <bytes> bytes <ms> ms".
+
+#ifndef TIMELAKE_PLATFORM_H_
+#define TIMELAKE_PLATFORM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html).
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+#endif  // ARROW_C_DATA_INTERFACE
+
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+  void (*release)(struct ArrowArrayStream*);
+  void* private_data;
+};
+#endif  // ARROW_C_STREAM_INTERFACE
+
+typedef enum TlCode {
+  TL_OK = 0,
+  TL_NOT_FOUND = 1,       // the object (or table) does not exist
+  TL_ALREADY_EXISTS = 2,  // put-if-absent found an object at the key
+  TL_PRECONDITION = 3,    // put-if-match: the object changed (etag mismatch)
+  TL_INVALID = 4,         // bad argument: URL, option, SQL text, plan error
+  TL_STORAGE = 5,         // storage failure that retrying will not fix
+  TL_STORAGE_RETRYABLE = 6,  // transient storage failure (timeout, 5xx, reset)
+  TL_UNSUPPORTED = 7,     // the backend or engine cannot do this
+  TL_INTERNAL = 8,        // a bug, including a caught Rust panic
+  TL_EXECUTION = 9,       // query execution failed (message says why)
+} TlCode;
+
+void tl_string_free(char* s);
+
+// Bytes owned by Rust.
+typedef struct TlBytes {
+  uint8_t* data;
+  size_t len;
+} TlBytes;
+void tl_bytes_free(TlBytes* bytes);  // frees data, sets data=NULL, len=0
+
+// ---------------------------------------------------------------------------
+// Storage: one object_store client per store handle.
+
+typedef struct TlStore TlStore;
+
+// Opens a store rooted at `url`: "file:///abs/dir", "/abs/dir" (a relative
+// path is taken from the working directory), "memory://" (a new, private
+// in-memory store),
+// "s3://bucket/prefix", "gs://bucket/prefix", "az://container/prefix" (and the
+// other forms object_store's URL parser accepts). Options are object_store
+// configuration keys (e.g. "aws_endpoint", "aws_region", "aws_access_key_id",
+// "aws_allow_http"); environment credentials are used too. A local directory
+// is created if missing. Messages never contain credential values.
+// Errors of the functions below read "<op> <url of the key>: <cause>".
+TlCode tl_store_open(const char* url, const char* const* option_keys,
+                     const char* const* option_values, size_t n_options,
+                     TlStore** out, char** err);
+void tl_store_free(TlStore* store);
+
+// The canonical URL of the store's root, without trailing '/', e.g.
+// "file:///tmp/wh", "s3://bucket/prefix", "memory:///". Free with tl_string_free.
+char* tl_store_root_url(const TlStore* store);
+
+// Whole object. TL_NOT_FOUND if absent.
+TlCode tl_store_get(TlStore* store, const char* path, TlBytes* out, char** err);
+// Bytes [offset, offset+length) (clamped at the end of the object).
+TlCode tl_store_get_range(TlStore* store, const char* path, uint64_t offset,
+                          uint64_t length, TlBytes* out, char** err);
+// Size and etag (etag may be NULL when the backend has none; free with
+// tl_string_free).
+TlCode tl_store_head(TlStore* store, const char* path, uint64_t* size, char** etag,
+                     char** err);
+
+typedef enum TlPutMode {
+  TL_PUT_OVERWRITE = 0,
+  TL_PUT_CREATE = 1,  // put-if-absent: TL_ALREADY_EXISTS if the key exists
+  TL_PUT_UPDATE = 2,  // put-if-match `etag`: TL_PRECONDITION if it changed
+                      // (TL_UNSUPPORTED where the backend has no conditional
+                      // update, e.g. the local file system)
+} TlPutMode;
+
+// Writes an object atomically (readers see all of it or nothing). Payloads
+// over 8 MiB written with TL_PUT_OVERWRITE use multipart upload.
+// out_etag (optional) receives the new etag (free with tl_string_free).
+TlCode tl_store_put(TlStore* store, const char* path, const uint8_t* data,
+                    size_t len, TlPutMode mode, const char* etag, char** out_etag,
+                    char** err);
+
+// Deletes an object. Deleting a missing object is TL_OK.
+TlCode tl_store_delete(TlStore* store, const char* path, char** err);
+
+typedef struct TlObjectMeta {
+  char* path;             // relative to the store root
+  uint64_t size;
+  int64_t last_modified_ms;  // Unix epoch milliseconds
+} TlObjectMeta;
+
+typedef struct TlListing {
+  TlObjectMeta* objects;
+  size_t n_objects;
+  char** prefixes;        // "directories" (only with delimiter), relative, no trailing '/'
+  size_t n_prefixes;
+} TlListing;
+
+// Lists objects under `prefix` ("" for the root; a trailing '/' is optional).
+// With delimiter != 0 only direct children are listed and sub-folders are
+// returned in `prefixes`; otherwise everything below, recursively. Order is
+// unspecified. A missing prefix lists nothing (TL_OK). NULL means "".
+TlCode tl_store_list(TlStore* store, const char* prefix, int delimiter,
+                     TlListing* out, char** err);
+void tl_listing_free(TlListing* listing);
+
+// ---------------------------------------------------------------------------
+// SQL sessions on DataFusion.
+//
+// The catalog "timelake" is backed by C++: DataFusion asks C++ through these
+// callbacks which schemas (namespaces) and tables exist, what a table's schema
+// is, and which data files a scan must read. Callbacks are invoked on Rust's
+// blocking threads; they may call tl_store_* functions. They return 0 on
+// success, 1 for "not found", any other value for an error whose message they
+// put with tl_sink_write; such an error fails the query with TL_EXECUTION.
+// Errors of list_schemas / list_tables cannot fail a query (DataFusion's
+// listing methods are infallible): they are printed to stderr and the list is
+// taken as empty; "not found" from them is an empty list too.
+
+typedef struct TlSink TlSink;
+// Appends bytes (UTF-8 JSON text, or an error message) to the sink.
+void tl_sink_write(TlSink* sink, const char* data, size_t len);
+// Moves an Arrow schema into the sink (the sink takes ownership; *schema is
+// marked released).
+void tl_sink_set_schema(TlSink* sink, struct ArrowSchema* schema);
+
+typedef struct TlCatalogCallbacks {
+  void* ctx;
+  // Writes a JSON array of namespace names, e.g. ["default","iot"].
+  int (*list_schemas)(void* ctx, TlSink* out);
+  // Writes a JSON array of table names in `schema`.
+  int (*list_tables)(void* ctx, const char* schema, TlSink* out);
+  // Sets the Arrow schema of `schema`.`table` (tl_sink_set_schema); returns 1
+  // when the table does not exist.
+  int (*table_schema)(void* ctx, const char* schema, const char* table, TlSink* out);
+  // Plans a scan: `request_json` is
+  //   {"filters": [<filter>...], "projection": ["col", ...] | null, "limit": n | null}
+  // where each <filter> is one conjunct of the query's WHERE clause that Rust
+  // could translate (others are left out; results never depend on them since
+  // every filter is also applied by DataFusion):
+  //   {"column": "c", "op": "eq"|"ne"|"lt"|"le"|"gt"|"ge", "value": V}
+  //   {"column": "c", "op": "in", "values": [V, ...]}
+  //   {"column": "c", "op": "is_null"} / {"column": "c", "op": "is_not_null"}
+  // and V is {"type": "int"|"float"|"string"|"bool"|"timestamp_us"|"date", "v": ...}
+  // (timestamp_us: microseconds since the epoch, UTC; date: days since epoch).
+  // Writes {"files": [{"path": "<key relative to store root>", "size": n}, ...]}.
+  int (*plan_scan)(void* ctx, const char* schema, const char* table,
+                   const char* request_json, TlSink* out);
+  // Called once when the session has been freed and no result stream of it
+  // is still open (an open stream keeps the callbacks alive until it is
+  // released); ctx is not used afterwards. tl_session_new takes ownership of
+  // ctx: when it fails, release is called before it returns. May be NULL.
+  void (*release)(void* ctx);
+} TlCatalogCallbacks;
+
+typedef struct TlSession TlSession;
+
+// A DataFusion session whose default catalog is "timelake" (backed by the
+// callbacks) with default schema "default". Scans read through `store` (the
+// same client, registered with DataFusion's object store registry).
+// `target_partitions` 0 means the number of cores.
+TlCode tl_session_new(TlStore* store, TlCatalogCallbacks callbacks,
+                      uint32_t target_partitions, TlSession** out, char** err);
+void tl_session_free(TlSession* session);
+
+// Sets a DataFusion configuration option ("datafusion.execution.batch_size"),
+// exactly like the statement SET <key> = '<value>'. Unknown options are
+// TL_INVALID.
+TlCode tl_session_set_option(TlSession* session, const char* key, const char* value,
+                             char** err);
+
+// Plans and runs one SQL statement; the result streams through `out`
+// (get_next runs the plan on Rust's runtime; it must not be called from a
+// callback). Parse and plan errors are TL_INVALID with DataFusion's message.
+TlCode tl_session_sql(TlSession* session, const char* sql, struct ArrowArrayStream* out,
+                      char** err);
+
+// Like tl_session_sql with EXPLAIN ANALYZE: writes the executed plan with its
+// metrics (files, row groups and pages pruned or read) as text.
+TlCode tl_session_explain_analyze(TlSession* session, const char* sql, char** out_text,
+                                  char** err);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // TIMELAKE_PLATFORM_H_

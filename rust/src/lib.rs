@@ -1,0 +1,27 @@
+//! Timelake's platform layer: one object_store client and Apache DataFusion
+//! behind the C ABI of `include/timelake_platform.h`.
+//!
+//! - [`store`]: warehouse storage (`tl_store_*`), with [`trace`] for
+//!   `TIMELAKE_TRACE=storage`.
+//! - [`session`]: SQL sessions (`tl_session_*`) whose catalog ([`catalog`])
+//!   and tables ([`provider`], [`filters`]) are answered by C++ callbacks.
+//! - [`ffi`]: the `extern "C"` functions themselves; [`stream`] exports
+//!   query results as Arrow C streams.
+//! - [`runtime`]: the crate's tokio runtime and the sync/async bridges.
+
+pub mod catalog;
+pub mod error;
+pub mod ffi;
+pub mod filters;
+pub mod provider;
+pub mod runtime;
+pub mod session;
+pub mod store;
+pub mod stream;
+pub mod trace;
+
+pub use datafusion;
+pub use object_store;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,111 @@
+//! SQL sessions: a DataFusion `SessionContext` whose default catalog is the
+//! C++-backed "timelake" catalog and whose object store is the store's
+//! client.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, StringArray};
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use datafusion::physical_plan::{collect, execute_stream};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::catalog::{Callbacks, TimelakeCatalog};
+use crate::error::{from_datafusion, Phase, TlError, TlResult};
+use crate::runtime;
+use crate::store::Store;
+use crate::stream;
+
+pub const CATALOG: &str = "timelake";
+pub const DEFAULT_SCHEMA: &str = "default";
+
+pub struct Session {
+    ctx: SessionContext,
+}
+
+impl Session {
+    /// Creates a session whose catalog asks `callbacks`.
+    pub fn new(store: Arc<Store>, callbacks: Callbacks, target_partitions: u32) -> TlResult<Self> {
+        let callbacks = Arc::new(callbacks);
+        let mut config = SessionConfig::new()
+            .with_information_schema(true)
+            // Our catalog replaces DataFusion's in-memory default.
+            .with_create_default_catalog_and_schema(false)
+            .with_default_catalog_and_schema(CATALOG, DEFAULT_SCHEMA);
+        if target_partitions > 0 {
+            config = config.with_target_partitions(target_partitions as usize);
+        }
+        let ctx = SessionContext::new_with_config(config);
+        // The same client for scans as for the C API: one connection pool,
+        // one retry policy, one trace.
+        ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
+        ctx.register_catalog(CATALOG, Arc::new(TimelakeCatalog::new(callbacks, store)));
+        Ok(Self { ctx })
+    }
+
+    /// Sets a configuration option, exactly as `SET key = 'value'` would
+    /// (which also covers `datafusion.runtime.*` options).
+    pub fn set_option(&self, key: &str, value: &str) -> TlResult<()> {
+        let valid_key = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        if !valid_key {
+            return Err(TlError::invalid(format!("invalid option name {key:?}")));
+        }
+        let statement = format!("SET {key} = '{}'", value.replace('\'', "''"));
+        let ctx = self.ctx.clone();
+        runtime::run(async move {
+            ctx.sql(&statement)
+                .await
+                .map(|_| ())
+                .map_err(|e| from_datafusion(&e, Phase::Planning))
+        })?
+    }
+
+    /// Plans `sql` and starts it; the result streams through the returned
+    /// Arrow C stream.
+    pub fn sql(&self, sql: &str) -> TlResult<FFI_ArrowArrayStream> {
+        let ctx = self.ctx.clone();
+        let sql = sql.to_string();
+        let batches = runtime::run(async move {
+            let plan_err = |e| from_datafusion(&e, Phase::Planning);
+            let df = ctx.sql(&sql).await.map_err(plan_err)?;
+            let task_ctx = Arc::new(df.task_ctx());
+            let plan = df.create_physical_plan().await.map_err(plan_err)?;
+            execute_stream(plan, task_ctx).map_err(|e| from_datafusion(&e, Phase::Execution))
+        })??;
+        Ok(stream::export(batches))
+    }
+
+    /// Runs `EXPLAIN ANALYZE <sql>` and returns the annotated plan.
+    pub fn explain_analyze(&self, sql: &str) -> TlResult<String> {
+        let ctx = self.ctx.clone();
+        let statement = format!("EXPLAIN ANALYZE {sql}");
+        let batches = runtime::run(async move {
+            let plan_err = |e| from_datafusion(&e, Phase::Planning);
+            let df = ctx.sql(&statement).await.map_err(plan_err)?;
+            let task_ctx = Arc::new(df.task_ctx());
+            let plan = df.create_physical_plan().await.map_err(plan_err)?;
+            collect(plan, task_ctx)
+                .await
+                .map_err(|e| from_datafusion(&e, Phase::Execution))
+        })??;
+
+        let mut lines = Vec::new();
+        for batch in &batches {
+            let column = batch
+                .column_by_name("plan")
+                .ok_or_else(|| TlError::internal("EXPLAIN ANALYZE returned no plan column"))?;
+            let text = cast(column, &DataType::Utf8)
+                .map_err(|e| TlError::internal(format!("EXPLAIN ANALYZE output: {e}")))?;
+            let text = text
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or_else(|| TlError::internal("EXPLAIN ANALYZE output is not text"))?;
+            lines.extend(text.iter().flatten().map(str::to_string));
+        }
+        Ok(lines.join("\n"))
+    }
+}

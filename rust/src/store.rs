@@ -1,0 +1,665 @@
+//! The storage layer: one object_store client per warehouse.
+//!
+//! A [`Store`] keeps the client for the whole bucket (or file-system root)
+//! plus the object_store path of the warehouse inside it. Keys of the C API
+//! are relative to that prefix. DataFusion is given the very same client for
+//! the bucket's base URL, so scans and the C API share connections, retries
+//! and tracing.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutOptions, PutPayload, UpdateVersion,
+};
+use url::Url;
+
+use crate::error::{object_store_code, TlCode, TlError, TlResult};
+use crate::runtime;
+use crate::trace::{relative_key, storage_tracing_enabled, TracingStore};
+
+/// Payloads larger than this are uploaded in parts (overwrite mode only:
+/// conditional puts need the single-request semantics).
+pub const MULTIPART_THRESHOLD: usize = 8 * 1024 * 1024;
+/// Part size of multipart uploads (S3 wants at least 5 MiB per part).
+const PART_SIZE: usize = 8 * 1024 * 1024;
+/// Parts uploaded concurrently.
+const PART_CONCURRENCY: usize = 4;
+
+/// How an object is written (mirrors `TlPutMode`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Put {
+    Overwrite,
+    Create,
+    Update { etag: String },
+}
+
+/// Size and etag of an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub size: u64,
+    pub etag: Option<String>,
+}
+
+/// One listed object, with its key relative to the store root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub key: String,
+    pub size: u64,
+    pub last_modified_ms: i64,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Listing {
+    pub objects: Vec<Listed>,
+    /// Sub-"directories" (with a delimiter only), relative, no trailing '/'.
+    pub prefixes: Vec<String>,
+}
+
+/// A warehouse location and its client.
+#[derive(Debug)]
+pub struct Store {
+    client: Arc<dyn ObjectStore>,
+    prefix: Path,
+    root_url: String,
+    /// Scheme and authority ("file://", "s3://bucket", "memory://"): the URL
+    /// DataFusion's object store registry knows the client by.
+    base_url: Url,
+    /// Option values that must never appear in a message.
+    secrets: Vec<String>,
+}
+
+impl Store {
+    /// Opens the store rooted at `url` (see `tl_store_open`).
+    pub fn open(url: &str, options: &[(String, String)]) -> TlResult<Self> {
+        let mut option_values: Vec<String> = options.iter().map(|(_, v)| v.clone()).collect();
+        // Unparsable URLs are not echoed: they might carry credentials.
+        let url = parse_location(url).map_err(|e| TlError::invalid(format!("open: {e}")))?;
+        let shown = display_url(url.as_str());
+        if let Some(password) = url.password() {
+            option_values.push(password.to_string());
+        }
+
+        if url.scheme() == "file" {
+            let dir = url
+                .to_file_path()
+                .map_err(|_| TlError::invalid(format!("open {shown}: not a local path")))?;
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                TlError::new(
+                    TlCode::Storage,
+                    format!("open {shown}: cannot create {}: {e}", dir.display()),
+                )
+            })?;
+        }
+
+        let mut merged: Vec<(String, String)> = Vec::new();
+        let (client, prefix): (Arc<dyn ObjectStore>, Path) = if url.scheme() == "memory" {
+            // A fresh, private in-memory store (useful for tests).
+            let prefix = Path::parse(url.path().trim_matches('/'))
+                .map_err(|e| TlError::invalid(format!("open {shown}: {e}")))?;
+            (Arc::new(InMemory::new()), prefix)
+        } else {
+            // Environment credentials first so that explicit options win.
+            merged.extend(environment_options(&url));
+            merged.extend(options.iter().cloned());
+            let (client, prefix) =
+                object_store::parse_url_opts(&url, merged.iter().map(|(k, v)| (k, v.clone())))
+                    .map_err(|e| {
+                        let secrets: Vec<String> = merged
+                            .iter()
+                            .map(|(_, v)| v.clone())
+                            .chain(option_values.iter().cloned())
+                            .collect();
+                        // object_store may quote the URL it was given.
+                        let message = format!("open {shown}: {e}").replace(url.as_str(), &shown);
+                        TlError::new(object_store_code(&e), redact(&message, &secrets))
+                    })?;
+            (Arc::from(client), prefix)
+        };
+
+        let client: Arc<dyn ObjectStore> = if storage_tracing_enabled() {
+            Arc::new(TracingStore::new(client, prefix.clone()))
+        } else {
+            client
+        };
+
+        let base_url = Url::parse(&format!(
+            "{}://{}",
+            url.scheme(),
+            &url[url::Position::BeforeHost..url::Position::AfterPort]
+        ))
+        .map_err(|e| TlError::invalid(format!("open {shown}: {e}")))?;
+
+        let root_url = if url.scheme() == "memory" && prefix.as_ref().is_empty() {
+            "memory:///".to_string()
+        } else {
+            shown.trim_end_matches('/').to_string()
+        };
+
+        let secrets = merged
+            .into_iter()
+            .map(|(_, v)| v)
+            .chain(option_values)
+            .filter(|v| v.len() >= MIN_SECRET_LEN)
+            .collect();
+
+        Ok(Self {
+            client,
+            prefix,
+            root_url,
+            base_url,
+            secrets,
+        })
+    }
+
+    pub fn root_url(&self) -> &str {
+        &self.root_url
+    }
+
+    pub fn base_url(&self) -> &Url {
+        &self.base_url
+    }
+
+    /// The (possibly tracing) client, shared with DataFusion.
+    pub fn client(&self) -> &Arc<dyn ObjectStore> {
+        &self.client
+    }
+
+    /// The object_store path of a key relative to the store root.
+    pub fn location(&self, key: &str) -> TlResult<Path> {
+        if key.is_empty() || key.starts_with('/') {
+            return Err(TlError::invalid(format!(
+                "invalid key {key:?}: keys are relative to the store root and must not be empty or start with '/'"
+            )));
+        }
+        self.join(key)
+    }
+
+    fn join(&self, relative: &str) -> TlResult<Path> {
+        let rel = Path::parse(relative)
+            .map_err(|e| TlError::invalid(format!("invalid key {relative:?}: {e}")))?;
+        Ok(self.prefix.parts().chain(rel.parts()).collect())
+    }
+
+    /// The URL of a key, for messages ("memory:///" already ends in '/').
+    fn url_of(&self, key: &str) -> String {
+        let root = self.root_url.trim_end_matches('/');
+        if root.ends_with(':') {
+            format!("{}{key}", self.root_url)
+        } else {
+            format!("{root}/{key}")
+        }
+    }
+
+    fn error(&self, op: &str, key: &str, err: object_store::Error) -> TlError {
+        TlError::new(
+            object_store_code(&err),
+            redact(&format!("{op} {}: {err}", self.url_of(key)), &self.secrets),
+        )
+    }
+
+    /// Reads a whole object.
+    pub fn get(&self, key: &str) -> TlResult<Bytes> {
+        let location = self.location(key)?;
+        let client = Arc::clone(&self.client);
+        runtime::run(async move { client.get(&location).await?.bytes().await })?
+            .map_err(|e| self.error("get", key, e))
+    }
+
+    /// Reads `[offset, offset + length)`, clamped at the end of the object.
+    pub fn get_range(&self, key: &str, offset: u64, length: u64) -> TlResult<Bytes> {
+        let location = self.location(key)?;
+        let client = Arc::clone(&self.client);
+        let end = offset.saturating_add(length);
+        let result = runtime::run(async move {
+            if length > 0 {
+                match client.get_range(&location, offset..end).await {
+                    Ok(bytes) => return Ok(bytes),
+                    Err(e @ object_store::Error::NotFound { .. }) => return Err(e),
+                    Err(e) => {
+                        // Ranges that start at or past the end are an error
+                        // for object stores but an empty read for us.
+                        match client.head(&location).await {
+                            Ok(meta) if offset >= meta.size => return Ok(Bytes::new()),
+                            _ => return Err(e),
+                        }
+                    }
+                }
+            }
+            // An empty range still reports a missing object.
+            client.head(&location).await.map(|_| Bytes::new())
+        })?;
+        result.map_err(|e| self.error("get_range", key, e))
+    }
+
+    pub fn head(&self, key: &str) -> TlResult<Head> {
+        let location = self.location(key)?;
+        let client = Arc::clone(&self.client);
+        let meta = runtime::run(async move { client.head(&location).await })?
+            .map_err(|e| self.error("head", key, e))?;
+        Ok(Head {
+            size: meta.size,
+            etag: meta.e_tag,
+        })
+    }
+
+    /// Writes an object atomically and returns its new etag (if any).
+    pub fn put(&self, key: &str, data: Bytes, mode: Put) -> TlResult<Option<String>> {
+        let location = self.location(key)?;
+        let client = Arc::clone(&self.client);
+        let op = match mode {
+            Put::Overwrite => "put",
+            Put::Create => "put_if_absent",
+            Put::Update { .. } => "put_if_match",
+        };
+        let result = runtime::run(async move {
+            if mode == Put::Overwrite && data.len() > MULTIPART_THRESHOLD {
+                return put_multipart(client.as_ref(), &location, data).await;
+            }
+            let mode = match mode {
+                Put::Overwrite => PutMode::Overwrite,
+                Put::Create => PutMode::Create,
+                Put::Update { etag } => PutMode::Update(UpdateVersion {
+                    e_tag: Some(etag),
+                    version: None,
+                }),
+            };
+            client
+                .put_opts(&location, PutPayload::from(data), PutOptions::from(mode))
+                .await
+        })?;
+        result.map(|r| r.e_tag).map_err(|e| self.error(op, key, e))
+    }
+
+    /// Deletes an object; a missing object is not an error.
+    pub fn delete(&self, key: &str) -> TlResult<()> {
+        let location = self.location(key)?;
+        let client = Arc::clone(&self.client);
+        match runtime::run(async move { client.delete(&location).await })? {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.error("delete", key, e)),
+        }
+    }
+
+    /// Lists objects below `prefix` (relative; "" is the root; a trailing
+    /// '/' is optional), recursively or only direct children.
+    pub fn list(&self, prefix: &str, delimiter: bool) -> TlResult<Listing> {
+        let trimmed = prefix.strip_suffix('/').unwrap_or(prefix);
+        let location = if trimmed.is_empty() {
+            self.prefix.clone()
+        } else {
+            self.location(trimmed)?
+        };
+        let client = Arc::clone(&self.client);
+        let result = runtime::run(async move {
+            let at = (!location.as_ref().is_empty()).then_some(&location);
+            if delimiter {
+                let listed = client.list_with_delimiter(at).await?;
+                Ok((listed.objects, listed.common_prefixes))
+            } else {
+                let objects = client.list(at).try_collect::<Vec<_>>().await?;
+                Ok((objects, Vec::new()))
+            }
+        })?;
+        let (objects, prefixes) = match result {
+            Ok(listed) => listed,
+            // A missing "directory" simply has no children.
+            Err(object_store::Error::NotFound { .. }) => (Vec::new(), Vec::new()),
+            Err(e) => return Err(self.error("list", trimmed, e)),
+        };
+        Ok(Listing {
+            objects: objects
+                .into_iter()
+                .map(|meta| Listed {
+                    key: relative_key(&self.prefix, &meta.location),
+                    size: meta.size,
+                    last_modified_ms: meta.last_modified.timestamp_millis(),
+                })
+                .collect(),
+            prefixes: prefixes
+                .iter()
+                .map(|p| relative_key(&self.prefix, p))
+                .collect(),
+        })
+    }
+}
+
+/// Uploads `data` in parts; the object appears atomically on completion.
+async fn put_multipart(
+    client: &dyn ObjectStore,
+    location: &Path,
+    data: Bytes,
+) -> object_store::Result<object_store::PutResult> {
+    let mut upload = client.put_multipart(location).await?;
+    let parts: Vec<_> = (0..data.len())
+        .step_by(PART_SIZE)
+        .map(|start| {
+            let end = (start + PART_SIZE).min(data.len());
+            upload.put_part(PutPayload::from(data.slice(start..end)))
+        })
+        .collect();
+    let uploaded = futures::stream::iter(parts)
+        .buffer_unordered(PART_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await;
+    match uploaded {
+        Ok(_) => upload.complete().await,
+        Err(e) => {
+            // Best effort: S3 and GCS keep orphaned parts otherwise.
+            let _ = upload.abort().await;
+            Err(e)
+        }
+    }
+}
+
+/// Accepts URLs and plain local paths ("/tmp/wh", or relative to the
+/// working directory).
+fn parse_location(location: &str) -> Result<Url, String> {
+    if location.is_empty() {
+        return Err("empty URL".to_string());
+    }
+    match Url::parse(location) {
+        Ok(url) => Ok(url),
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            let path = std::path::absolute(location).map_err(|e| e.to_string())?;
+            Url::from_directory_path(&path).map_err(|_| format!("not a usable path: {location}"))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Environment configuration for cloud stores, as the builders' `from_env`
+/// would read it (`AWS_*`, `GOOGLE_*`, `AZURE_*`), as lower-case keys.
+fn environment_options(url: &Url) -> Vec<(String, String)> {
+    let env_prefix = match ObjectStoreScheme::parse(url) {
+        Ok((ObjectStoreScheme::AmazonS3, _)) => "AWS_",
+        Ok((ObjectStoreScheme::GoogleCloudStorage, _)) => "GOOGLE_",
+        Ok((ObjectStoreScheme::MicrosoftAzure, _)) => "AZURE_",
+        _ => return Vec::new(),
+    };
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| k.starts_with(env_prefix))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect()
+}
+
+/// Values shorter than this are flags or numbers ("true", "10"), not
+/// secrets, and blanking them would garble messages.
+const MIN_SECRET_LEN: usize = 4;
+
+/// Replaces every occurrence of a secret in `message`.
+fn redact(message: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .filter(|s| s.len() >= MIN_SECRET_LEN)
+        .fold(message.to_string(), |m, s| m.replace(s.as_str(), "***"))
+}
+
+/// A URL for messages: without user name, password, query and fragment,
+/// which is where credentials could hide.
+fn display_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::TempDir;
+
+    fn exercise(store: &Store, supports_update: bool) {
+        let code = |r: TlResult<Option<String>>| r.unwrap_err().code;
+
+        // put / get / range / head
+        let etag = store
+            .put(
+                "a/b/one.json",
+                Bytes::from_static(b"hello world"),
+                Put::Overwrite,
+            )
+            .unwrap();
+        assert_eq!(&store.get("a/b/one.json").unwrap()[..], b"hello world");
+        assert_eq!(
+            &store.get_range("a/b/one.json", 6, 5).unwrap()[..],
+            b"world"
+        );
+        assert_eq!(
+            &store.get_range("a/b/one.json", 6, 100).unwrap()[..],
+            b"world"
+        );
+        assert!(store.get_range("a/b/one.json", 11, 5).unwrap().is_empty());
+        assert!(store.get_range("a/b/one.json", 50, 5).unwrap().is_empty());
+        let head = store.head("a/b/one.json").unwrap();
+        assert_eq!(head.size, 11);
+        assert_eq!(head.etag, etag);
+
+        // missing objects
+        assert_eq!(store.get("nope").unwrap_err().code, TlCode::NotFound);
+        assert_eq!(store.head("nope").unwrap_err().code, TlCode::NotFound);
+        assert_eq!(
+            store.get_range("nope", 0, 4).unwrap_err().code,
+            TlCode::NotFound
+        );
+        let err = store.get("missing/x.json").unwrap_err();
+        assert!(
+            err.message
+                .starts_with(&format!("get {}: ", store.url_of("missing/x.json"))),
+            "{}",
+            err.message
+        );
+
+        // put-if-absent twice
+        store
+            .put("a/once.json", Bytes::from_static(b"1"), Put::Create)
+            .unwrap();
+        assert_eq!(
+            code(store.put("a/once.json", Bytes::from_static(b"2"), Put::Create)),
+            TlCode::AlreadyExists
+        );
+        assert_eq!(&store.get("a/once.json").unwrap()[..], b"1");
+
+        // put-if-match
+        let current = store.head("a/once.json").unwrap().etag.unwrap();
+        if supports_update {
+            assert_eq!(
+                code(store.put(
+                    "a/once.json",
+                    Bytes::from_static(b"3"),
+                    Put::Update {
+                        etag: "stale".into()
+                    }
+                )),
+                TlCode::Precondition
+            );
+            store
+                .put(
+                    "a/once.json",
+                    Bytes::from_static(b"4"),
+                    Put::Update { etag: current },
+                )
+                .unwrap();
+            assert_eq!(&store.get("a/once.json").unwrap()[..], b"4");
+        } else {
+            assert_eq!(
+                code(store.put(
+                    "a/once.json",
+                    Bytes::from_static(b"3"),
+                    Put::Update { etag: current }
+                )),
+                TlCode::Unsupported
+            );
+        }
+
+        // large payloads go through multipart upload
+        let big: Vec<u8> = (0..MULTIPART_THRESHOLD + 1234)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        store
+            .put("big/blob.bin", Bytes::from(big.clone()), Put::Overwrite)
+            .unwrap();
+        assert_eq!(store.head("big/blob.bin").unwrap().size, big.len() as u64);
+        assert_eq!(&store.get("big/blob.bin").unwrap()[..], &big[..]);
+
+        // listings
+        store
+            .put("a/b/two.json", Bytes::from_static(b"2"), Put::Overwrite)
+            .unwrap();
+        store
+            .put("a/c/three.json", Bytes::from_static(b"3"), Put::Overwrite)
+            .unwrap();
+        let mut all: Vec<String> = store
+            .list("a", false)
+            .unwrap()
+            .objects
+            .into_iter()
+            .map(|o| o.key)
+            .collect();
+        all.sort();
+        assert_eq!(
+            all,
+            [
+                "a/b/one.json",
+                "a/b/two.json",
+                "a/c/three.json",
+                "a/once.json"
+            ]
+        );
+        let shallow = store.list("a/", true).unwrap();
+        let files: Vec<_> = shallow.objects.iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(files, ["a/once.json"]);
+        assert_eq!(shallow.objects[0].size, 1);
+        assert!(shallow.objects[0].last_modified_ms > 0);
+        let mut dirs = shallow.prefixes.clone();
+        dirs.sort();
+        assert_eq!(dirs, ["a/b", "a/c"]);
+        let mut root = store.list("", true).unwrap().prefixes;
+        root.sort();
+        assert_eq!(root, ["a", "big"]);
+        assert_eq!(store.list("", false).unwrap().objects.len(), 5);
+        assert_eq!(
+            store.list("nothing/here", false).unwrap(),
+            Listing::default()
+        );
+        assert_eq!(
+            store.list("nothing/here", true).unwrap(),
+            Listing::default()
+        );
+
+        // delete (twice: missing is fine)
+        store.delete("a/b/one.json").unwrap();
+        store.delete("a/b/one.json").unwrap();
+        assert_eq!(
+            store.get("a/b/one.json").unwrap_err().code,
+            TlCode::NotFound
+        );
+
+        // bad keys
+        assert_eq!(store.get("").unwrap_err().code, TlCode::Invalid);
+        assert_eq!(store.get("/abs").unwrap_err().code, TlCode::Invalid);
+        assert_eq!(store.get("a/../b").unwrap_err().code, TlCode::Invalid);
+    }
+
+    #[test]
+    fn memory_store() {
+        let store = Store::open("memory://", &[]).unwrap();
+        assert_eq!(store.root_url(), "memory:///");
+        assert_eq!(store.base_url().as_str(), "memory://");
+        exercise(&store, true);
+    }
+
+    #[test]
+    fn local_store() {
+        let dir = TempDir::new("store");
+        let path = dir.0.join("warehouse");
+        let store = Store::open(path.to_str().unwrap(), &[]).unwrap();
+        assert!(path.is_dir(), "the warehouse directory is created");
+        assert_eq!(store.root_url(), format!("file://{}", path.display()));
+        assert_eq!(store.base_url().as_str(), "file:///");
+        exercise(&store, false);
+        let err = store.get("missing/x.json").unwrap_err();
+        let expected = format!("get file://{}/missing/x.json: ", path.display());
+        assert!(err.message.starts_with(&expected), "{}", err.message);
+        // Objects are plain files below the warehouse directory.
+        assert!(path.join("a/once.json").is_file());
+        // The same location as a file:// URL.
+        let again = Store::open(&format!("file://{}/", path.display()), &[]).unwrap();
+        assert_eq!(&again.get("a/once.json").unwrap()[..], b"1");
+    }
+
+    #[test]
+    fn local_put_if_absent_is_atomic() {
+        // Racing creators: exactly one wins.
+        let dir = TempDir::new("race");
+        let store = Arc::new(Store::open(dir.0.to_str().unwrap(), &[]).unwrap());
+        let winners: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let store = Arc::clone(&store);
+                    s.spawn(move || {
+                        store
+                            .put("commit/v1.json", Bytes::from(format!("{i}")), Put::Create)
+                            .is_ok() as usize
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(winners, 1);
+    }
+
+    #[test]
+    fn open_errors_do_not_leak_secrets() {
+        let options = vec![
+            (
+                "aws_secret_access_key".to_string(),
+                "SUPERSECRETVALUE".to_string(),
+            ),
+            (
+                "aws_region".to_string(),
+                "SUPERSECRETVALUE-bad region".to_string(),
+            ),
+        ];
+        // An unsupported scheme fails; whatever the message, no secret.
+        let err = Store::open("ftp://user:SUPERSECRETVALUE@host/x", &options).unwrap_err();
+        assert!(!err.message.contains("SUPERSECRETVALUE"), "{}", err.message);
+        assert_eq!(
+            redact(
+                "a SUPERSECRETVALUE b",
+                &options.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()
+            ),
+            "a *** b"
+        );
+    }
+
+    #[test]
+    fn s3_root_url_and_prefix() {
+        // Opening does no I/O, so this needs no server.
+        let options = vec![
+            ("aws_region".to_string(), "us-east-1".to_string()),
+            ("aws_access_key_id".to_string(), "AKIDEXAMPLE".to_string()),
+            (
+                "aws_secret_access_key".to_string(),
+                "secret-example".to_string(),
+            ),
+        ];
+        let store = Store::open("s3://bucket/some/prefix/", &options).unwrap();
+        assert_eq!(store.root_url(), "s3://bucket/some/prefix");
+        assert_eq!(store.base_url().as_str(), "s3://bucket");
+        assert_eq!(
+            store.location("x/y.parquet").unwrap().as_ref(),
+            "some/prefix/x/y.parquet"
+        );
+    }
+}

@@ -1,0 +1,65 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// Table versions and the commit protocol (SPEC §4.6). A table's versions are
+// the files metadata/v<N>.metadata.json; the newest is found by listing the
+// folder (version-hint.text is written for other engines, never trusted). A
+// commit is a put-if-absent of the next version: exactly one writer wins each
+// N, and the losers rebase on the winner and try N+1.
+
+#ifndef TIMELAKE_COMMIT_COMMIT_H_
+#define TIMELAKE_COMMIT_COMMIT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "timelake/format/table_metadata.h"
+#include "timelake/storage/store.h"
+
+namespace timelake::commit {
+
+struct Version {
+  int64_t number = 0;
+  std::string key;  // e.g. "iot/readings/metadata/v3.metadata.json"
+};
+
+struct LoadedVersion {
+  Version version;
+  format::TableMetadata metadata;
+};
+
+// "iot/readings/metadata".
+std::string MetadataPrefix(const std::string& table_key);
+// "iot/readings/metadata/v<N>.metadata.json".
+std::string VersionKey(const std::string& table_key, int64_t number);
+
+// The version number of a metadata file name: "v12.metadata.json" -> 12, and
+// the other engines' "00012-<uuid>.metadata.json" -> 12; nullopt otherwise.
+std::optional<int64_t> VersionOfFileName(std::string_view file_name);
+
+// The newest version, by listing metadata/. nullopt when there is none.
+arrow::Result<std::optional<Version>> FindLatestVersion(const storage::Store& store,
+                                                        const std::string& table_key);
+
+// Loads the newest version. Errors: kNotFound (`table_name` in the message),
+// kCorrupt, kStorage.
+arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
+                                        const std::string& table_key,
+                                        const std::string& table_name);
+
+// Writes `metadata` as version `number` with put-if-absent. Returns false
+// when another writer already created that version (the caller rebases);
+// errors are storage failures.
+arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& table_key,
+                              int64_t number, const format::TableMetadata& metadata);
+
+// Writes metadata/version-hint.text in the background (best effort).
+void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string table_key,
+                           int64_t number);
+
+// Waits for all background writes of this process.
+void WaitForBackgroundWrites();
+
+}  // namespace timelake::commit
+
+#endif  // TIMELAKE_COMMIT_COMMIT_H_

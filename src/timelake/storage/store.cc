@@ -1,0 +1,205 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+
+#include "timelake/storage/store.h"
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "timelake_platform.h"
+
+namespace timelake::storage {
+
+namespace {
+
+constexpr int kMaxAttempts = 5;
+
+// Owns a Rust-allocated TlBytes as an arrow::Buffer, without copying.
+class RustBuffer final : public arrow::Buffer {
+ public:
+  explicit RustBuffer(TlBytes bytes)
+      : arrow::Buffer(bytes.data, static_cast<int64_t>(bytes.len)), bytes_(bytes) {}
+  ~RustBuffer() override { tl_bytes_free(&bytes_); }
+
+ private:
+  TlBytes bytes_;
+};
+
+std::string TakeString(char* s) {
+  if (s == nullptr) return {};
+  std::string out(s);
+  tl_string_free(s);
+  return out;
+}
+
+// Runs `op` (returning a TlCode and filling *err) with retries of transient
+// failures: exponential backoff from 50 ms with full jitter.
+template <typename Op>
+arrow::Status WithRetry(std::string_view context, Op&& op) {
+  thread_local std::mt19937 rng(std::random_device{}());
+  for (int attempt = 1;; ++attempt) {
+    char* err = nullptr;
+    const int code = op(&err);
+    if (code == TL_OK) return arrow::Status::OK();
+    if (code != TL_STORAGE_RETRYABLE || attempt >= kMaxAttempts) {
+      std::string ctx(context);
+      if (code == TL_STORAGE_RETRYABLE) ctx += " (after " + std::to_string(attempt) + " attempts)";
+      return FromPlatform(code, err, ctx);
+    }
+    tl_string_free(err);
+    const int cap_ms = 50 << attempt;
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(0, cap_ms)(rng)));
+  }
+}
+
+}  // namespace
+
+arrow::Status FromPlatform(int code, char* message, std::string_view context) {
+  std::string msg = TakeString(message);
+  std::string full = std::string(context);
+  if (!msg.empty()) full += ": " + msg;
+  switch (code) {
+    case TL_OK:
+      return arrow::Status::OK();
+    case TL_NOT_FOUND:
+      return MakeError(ErrorKind::kNotFound, full);
+    case TL_ALREADY_EXISTS:
+    case TL_PRECONDITION:
+      return MakeError(ErrorKind::kAlreadyExists, full);
+    case TL_INVALID:
+      return MakeError(ErrorKind::kInvalid, full);
+    case TL_STORAGE:
+      return MakeError(ErrorKind::kStorage, full);
+    case TL_STORAGE_RETRYABLE:
+      return MakeError(ErrorKind::kStorage, full, /*retryable=*/true);
+    case TL_UNSUPPORTED:
+      return MakeError(ErrorKind::kUnsupported, full);
+    case TL_EXECUTION:
+      return MakeError(ErrorKind::kInvalid, full);
+    default:
+      return MakeError(ErrorKind::kInternal, full);
+  }
+}
+
+arrow::Result<std::shared_ptr<Store>> Store::Open(
+    std::string_view url, const std::map<std::string, std::string>& options) {
+  std::vector<const char*> keys, values;
+  for (const auto& [k, v] : options) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
+  const std::string url_s(url);
+  TlStore* raw = nullptr;
+  char* err = nullptr;
+  const int code =
+      tl_store_open(url_s.c_str(), keys.data(), values.data(), keys.size(), &raw, &err);
+  if (code != TL_OK) {
+    auto st = FromPlatform(code, err, "opening warehouse " + url_s);
+    return MakeError(code == TL_STORAGE_RETRYABLE ? ErrorKind::kStorage : ErrorKind::kConfig,
+                     st.message(), IsRetryable(st));
+  }
+  std::string root = TakeString(tl_store_root_url(raw));
+  while (!root.empty() && root.back() == '/') root.pop_back();
+  return std::shared_ptr<Store>(new Store(raw, std::move(root)));
+}
+
+Store::~Store() { tl_store_free(store_); }
+
+std::string Store::Uri(std::string_view key) const {
+  return root_url_ + "/" + std::string(key);
+}
+
+arrow::Result<std::string> Store::KeyOf(std::string_view uri) const {
+  std::string_view root = root_url_;
+  if (uri.substr(0, root.size()) == root && uri.size() > root.size() && uri[root.size()] == '/') {
+    return std::string(uri.substr(root.size() + 1));
+  }
+  // file:/abs and /abs spellings of local paths written by other engines.
+  if (root.substr(0, 7) == "file://") {
+    std::string_view local_root = root.substr(7);  // "/abs/dir"
+    std::string_view path = uri;
+    if (path.substr(0, 7) == "file://") {
+      path = path.substr(7);
+    } else if (path.substr(0, 5) == "file:") {
+      path = path.substr(5);
+    }
+    if (path.substr(0, local_root.size()) == local_root && path.size() > local_root.size() &&
+        path[local_root.size()] == '/') {
+      return std::string(path.substr(local_root.size() + 1));
+    }
+  }
+  if (uri.find("://") == std::string_view::npos && !uri.empty() && uri[0] != '/') {
+    return std::string(uri);  // already a key
+  }
+  return Invalid("location " + std::string(uri) + " lies outside the warehouse " + root_url_);
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> Store::Get(std::string_view key) const {
+  const std::string k(key);
+  TlBytes bytes{nullptr, 0};
+  TIMELAKE_RETURN_NOT_OK(WithRetry("reading " + Uri(key), [&](char** err) {
+    return tl_store_get(store_, k.c_str(), &bytes, err);
+  }));
+  return std::make_shared<RustBuffer>(bytes);
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> Store::GetRange(std::string_view key,
+                                                              uint64_t offset,
+                                                              uint64_t length) const {
+  const std::string k(key);
+  TlBytes bytes{nullptr, 0};
+  TIMELAKE_RETURN_NOT_OK(WithRetry("reading " + Uri(key), [&](char** err) {
+    return tl_store_get_range(store_, k.c_str(), offset, length, &bytes, err);
+  }));
+  return std::make_shared<RustBuffer>(bytes);
+}
+
+arrow::Result<uint64_t> Store::Size(std::string_view key) const {
+  const std::string k(key);
+  uint64_t size = 0;
+  TIMELAKE_RETURN_NOT_OK(WithRetry("inspecting " + Uri(key), [&](char** err) {
+    char* etag = nullptr;
+    const int code = tl_store_head(store_, k.c_str(), &size, &etag, err);
+    tl_string_free(etag);
+    return code;
+  }));
+  return size;
+}
+
+arrow::Status Store::Put(std::string_view key, std::string_view data, PutMode mode) const {
+  const std::string k(key);
+  const TlPutMode m = mode == PutMode::kCreate ? TL_PUT_CREATE : TL_PUT_OVERWRITE;
+  return WithRetry(
+      std::string(mode == PutMode::kCreate ? "put-if-absent of " : "writing ") + Uri(key),
+      [&](char** err) {
+        return tl_store_put(store_, k.c_str(), reinterpret_cast<const uint8_t*>(data.data()),
+                            data.size(), m, nullptr, nullptr, err);
+      });
+}
+
+arrow::Status Store::Delete(std::string_view key) const {
+  const std::string k(key);
+  return WithRetry("deleting " + Uri(key),
+                   [&](char** err) { return tl_store_delete(store_, k.c_str(), err); });
+}
+
+arrow::Result<Listing> Store::List(std::string_view prefix, bool delimiter) const {
+  const std::string p(prefix);
+  TlListing raw{nullptr, 0, nullptr, 0};
+  TIMELAKE_RETURN_NOT_OK(WithRetry("listing " + Uri(prefix), [&](char** err) {
+    return tl_store_list(store_, p.c_str(), delimiter ? 1 : 0, &raw, err);
+  }));
+  Listing out;
+  out.objects.reserve(raw.n_objects);
+  for (size_t i = 0; i < raw.n_objects; ++i) {
+    out.objects.push_back(
+        {raw.objects[i].path, raw.objects[i].size, raw.objects[i].last_modified_ms});
+  }
+  for (size_t i = 0; i < raw.n_prefixes; ++i) out.prefixes.emplace_back(raw.prefixes[i]);
+  tl_listing_free(&raw);
+  return out;
+}
+
+}  // namespace timelake::storage

@@ -1,0 +1,83 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The engine's view of the one storage client (the Rust crate's object_store,
+// reached through timelake_platform.h). Keys are relative to the warehouse
+// root. Transient failures are retried here with exponential backoff and
+// jitter; everything above sees either success or a final error whose kind
+// says what happened.
+
+#ifndef TIMELAKE_STORAGE_STORE_H_
+#define TIMELAKE_STORAGE_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <arrow/buffer.h>
+
+#include "timelake/status.h"
+
+struct TlStore;
+
+namespace timelake::storage {
+
+struct ObjectMeta {
+  std::string key;
+  uint64_t size = 0;
+  int64_t last_modified_ms = 0;
+};
+
+struct Listing {
+  std::vector<ObjectMeta> objects;
+  std::vector<std::string> prefixes;  // with a delimiter: sub-folders
+};
+
+enum class PutMode { kOverwrite, kCreate };
+
+class Store {
+ public:
+  // Opens the store of a warehouse URL. Errors: kConfig.
+  static arrow::Result<std::shared_ptr<Store>> Open(
+      std::string_view url, const std::map<std::string, std::string>& options);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // "file:///abs/dir", "s3://bucket/prefix", "memory:///" (no trailing '/').
+  const std::string& root_url() const { return root_url_; }
+  // The absolute URI of a key.
+  std::string Uri(std::string_view key) const;
+  // The key of an absolute URI (or of a key given as is), or kInvalid when the
+  // URI lies outside the warehouse.
+  arrow::Result<std::string> KeyOf(std::string_view uri) const;
+
+  // Errors: kNotFound when absent, kStorage.
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Get(std::string_view key) const;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(std::string_view key, uint64_t offset,
+                                                         uint64_t length) const;
+  arrow::Result<uint64_t> Size(std::string_view key) const;
+  // kCreate fails with kAlreadyExists when the key exists (put-if-absent).
+  arrow::Status Put(std::string_view key, std::string_view data,
+                    PutMode mode = PutMode::kOverwrite) const;
+  // Missing objects are fine.
+  arrow::Status Delete(std::string_view key) const;
+  arrow::Result<Listing> List(std::string_view prefix, bool delimiter) const;
+
+  TlStore* raw() const { return store_; }
+
+ private:
+  Store(TlStore* store, std::string root_url) : store_(store), root_url_(std::move(root_url)) {}
+  TlStore* store_;
+  std::string root_url_;
+};
+
+// Converts a platform status code and message into a Timelake status.
+arrow::Status FromPlatform(int code, char* message, std::string_view context);
+
+}  // namespace timelake::storage
+
+#endif  // TIMELAKE_STORAGE_STORE_H_

@@ -1,0 +1,59 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The table contract: which column is time, which columns identify a series,
+// and the layout policy, read from `timelake.*` table properties. (The full
+// settings registry with levels and precedence builds on this.)
+
+#ifndef TIMELAKE_TABLE_CONTRACT_H_
+#define TIMELAKE_TABLE_CONTRACT_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "timelake/timelake.h"
+
+namespace timelake::internal {
+
+namespace property {
+inline constexpr char kTimeColumn[] = "timelake.time-column";
+inline constexpr char kSeriesKey[] = "timelake.series-key";
+// Timelake 0.7 writes the chunk as "chunk-interval"; "chunk" is accepted too.
+inline constexpr char kChunk[] = "timelake.chunk-interval";
+inline constexpr char kChunkAlias[] = "timelake.chunk";
+inline constexpr char kDedup[] = "timelake.dedup";
+inline constexpr char kIngestTimeColumn[] = "timelake.ingest-time-column";
+inline constexpr char kFormatVersion[] = "timelake.format-version";
+inline constexpr char kCompressionLevel[] = "timelake.compression-level";
+inline constexpr char kRowGroupRows[] = "timelake.row-group-rows";
+inline constexpr char kDataPageRows[] = "timelake.data-page-rows";
+}  // namespace property
+
+struct Contract {
+  std::optional<std::string> time_column;
+  std::vector<std::string> series_key;
+  Chunk chunk = Chunk::kDay;
+  bool dedup = false;
+  std::string ingest_column;  // empty for plain tables
+  int compression_level = 3;
+  int64_t row_group_rows = 1 << 20;
+  int64_t data_page_rows = 20000;
+};
+
+// Reads the contract from table properties. Errors: kInvalid naming the
+// property for malformed values.
+arrow::Result<Contract> ParseContract(const std::map<std::string, std::string>& properties);
+
+// The properties of a new table: the contract of `options` plus its extra
+// properties (timelake.* keys among them are validated). Errors: kInvalid.
+arrow::Result<std::map<std::string, std::string>> NewTableProperties(
+    const TableOptions& options);
+
+// "a,b" <-> {"a","b"}.
+std::vector<std::string> SplitList(const std::string& text);
+std::string JoinList(const std::vector<std::string>& items);
+
+}  // namespace timelake::internal
+
+#endif  // TIMELAKE_TABLE_CONTRACT_H_

@@ -1,0 +1,130 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+
+#include <arrow/c/bridge.h>
+#include <arrow/record_batch.h>
+
+#include "timelake/read/catalog.h"
+#include "timelake/storage/store.h"
+#include "timelake/table/internal.h"
+#include "timelake_platform.h"
+
+namespace timelake {
+
+namespace internal {
+
+struct SessionState {
+  std::shared_ptr<LakeState> lake;
+  SessionSettings settings;
+  TlSession* session = nullptr;
+
+  ~SessionState() { tl_session_free(session); }
+};
+
+}  // namespace internal
+
+namespace {
+
+constexpr char kRowNumberColumn[] = "__timelake_rn";
+
+// A SQL identifier in double quotes.
+std::string Quote(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Session::Session(Lake lake, SessionSettings settings)
+    : state_(std::make_unique<internal::SessionState>()) {
+  state_->lake = std::move(lake.state_);
+  state_->settings = settings;
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+arrow::Status Session::EnsureStarted() {
+  if (state_->session != nullptr) return arrow::Status::OK();
+  char* err = nullptr;
+  const int code =
+      tl_session_new(state_->lake->store->raw(), read::MakeCatalogCallbacks(state_->lake),
+                     state_->settings.target_partitions, &state_->session, &err);
+  return storage::FromPlatform(code, err, "starting a SQL session");
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
+    std::string_view sql) {
+  TIMELAKE_RETURN_NOT_OK(EnsureStarted());
+  const std::string text(sql);
+  struct ArrowArrayStream stream;
+  char* err = nullptr;
+  const int code = tl_session_sql(state_->session, text.c_str(), &stream, &err);
+  if (code != TL_OK) return storage::FromPlatform(code, err, "running SQL");
+  auto reader = arrow::ImportRecordBatchReader(&stream);
+  if (!reader.ok()) return WithContext(reader.status(), "running SQL");
+  return *reader;
+}
+
+arrow::Result<std::shared_ptr<arrow::Table>> Session::Sql(std::string_view sql) {
+  TIMELAKE_ASSIGN_OR_RAISE(auto reader, SqlStream(sql));
+  auto table = reader->ToTable();
+  if (!table.ok()) {
+    // Execution errors surface while reading the stream.
+    return MakeError(ErrorKind::kInvalid, "running SQL: " + table.status().message());
+  }
+  return *table;
+}
+
+arrow::Result<std::string> Session::ExplainAnalyze(std::string_view sql) {
+  TIMELAKE_RETURN_NOT_OK(EnsureStarted());
+  const std::string text(sql);
+  char* out = nullptr;
+  char* err = nullptr;
+  const int code = tl_session_explain_analyze(state_->session, text.c_str(), &out, &err);
+  if (code != TL_OK) return storage::FromPlatform(code, err, "EXPLAIN ANALYZE");
+  std::string plan = out ? out : "";
+  tl_string_free(out);
+  return plan;
+}
+
+arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(std::string_view table_name) {
+  TIMELAKE_ASSIGN_OR_RAISE(auto name, TableName::Parse(table_name));
+  TIMELAKE_ASSIGN_OR_RAISE(auto state, internal::LoadTableState(state_->lake, name));
+  const auto& contract = state->contract;
+  if (!contract.time_column) {
+    return Invalid("latest of " + name.ToString() + ": not a time-series table (no time column)");
+  }
+  // The scan fallback: newest row per series by the tie rule's first two
+  // keys (time, then insertion time).
+  std::string order = Quote(*contract.time_column) + " DESC";
+  if (!contract.ingest_column.empty()) order += ", " + Quote(contract.ingest_column) + " DESC";
+  const std::string from = Quote(name.ns()) + "." + Quote(name.name());
+  std::string sql;
+  if (contract.series_key.empty()) {
+    sql = "SELECT * FROM " + from + " ORDER BY " + order + " LIMIT 1";
+  } else {
+    std::string partition, series_order;
+    for (const auto& k : contract.series_key) {
+      partition += (partition.empty() ? "" : ", ") + Quote(k);
+      series_order += (series_order.empty() ? "" : ", ") + Quote(k);
+    }
+    sql = "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY " + partition +
+          " ORDER BY " + order + ") AS " + kRowNumberColumn + " FROM " + from + ") WHERE " +
+          kRowNumberColumn + " = 1 ORDER BY " + series_order;
+  }
+  auto result = Sql(sql);
+  if (!result.ok()) return WithContext(result.status(), "latest of " + name.ToString());
+  auto table = *result;
+  const int rn = table->schema()->GetFieldIndex(kRowNumberColumn);
+  if (rn >= 0) {
+    TIMELAKE_ASSIGN_OR_RAISE(table, table->RemoveColumn(rn));
+  }
+  return table;
+}
+
+}  // namespace timelake

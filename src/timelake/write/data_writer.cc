@@ -1,0 +1,365 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+
+#include "timelake/write/data_writer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <future>
+#include <thread>
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/compute/api.h>
+#include <arrow/io/memory.h>
+#include <arrow/scalar.h>
+#include <arrow/table.h>
+#include <parquet/arrow/writer.h>
+#include <parquet/file_writer.h>
+#include <parquet/metadata.h>
+#include <parquet/properties.h>
+
+#include "timelake/format/bounds.h"
+#include "timelake/format/schema.h"
+#include "timelake/util/uuid.h"
+
+namespace timelake::write {
+
+namespace cp = arrow::compute;
+
+namespace {
+
+constexpr char kPartitionKey[] = "__timelake_partition";
+constexpr char kRowKey[] = "__timelake_row";
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// Howard Hinnant's civil_from_days: days since 1970-01-01 to (y, m, d).
+void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t yy = static_cast<int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = yy + (*m <= 2);
+}
+
+// Rows i where row i and row i+1 agree on every key column (nulls equal).
+arrow::Result<std::shared_ptr<arrow::BooleanArray>> SameAsNext(
+    const std::vector<std::shared_ptr<arrow::Array>>& keys, int64_t n) {
+  arrow::Datum acc;
+  for (const auto& key : keys) {
+    auto a = key->Slice(0, n - 1);
+    auto b = key->Slice(1, n - 1);
+    TIMELAKE_ASSIGN_OR_RAISE(auto eq, cp::CallFunction("equal", {a, b}));
+    TIMELAKE_ASSIGN_OR_RAISE(eq, cp::CallFunction("coalesce", {eq, arrow::Datum(false)}));
+    if (key->null_count() > 0) {
+      TIMELAKE_ASSIGN_OR_RAISE(auto na, cp::CallFunction("is_null", {a}));
+      TIMELAKE_ASSIGN_OR_RAISE(auto nb, cp::CallFunction("is_null", {b}));
+      TIMELAKE_ASSIGN_OR_RAISE(auto both, cp::CallFunction("and", {na, nb}));
+      TIMELAKE_ASSIGN_OR_RAISE(eq, cp::CallFunction("or", {eq, both}));
+    }
+    if (acc.is_value()) {
+      TIMELAKE_ASSIGN_OR_RAISE(acc, cp::CallFunction("and", {acc, eq}));
+    } else {
+      acc = eq;
+    }
+  }
+  return std::static_pointer_cast<arrow::BooleanArray>(acc.make_array());
+}
+
+struct Statistics {
+  std::map<int32_t, int64_t> value_counts, null_value_counts;
+  std::map<int32_t, std::string> lower_bounds, upper_bounds;
+};
+
+arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table) {
+  Statistics out;
+  for (int i = 0; i < table.num_columns(); ++i) {
+    const auto& field = table.schema()->field(i);
+    auto id = format::FieldId(*field);
+    if (!id) continue;
+    const auto& column = table.column(i);
+    out.value_counts[*id] = column->length();
+    out.null_value_counts[*id] = column->null_count();
+    if (field->type()->num_fields() > 0 || column->null_count() == column->length()) continue;
+    auto minmax = cp::MinMax(column);
+    if (!minmax.ok()) continue;  // bounds are optional; types without min/max get none
+    const auto& s = minmax->scalar_as<arrow::StructScalar>();
+    if (!s.value[0]->is_valid || !s.value[1]->is_valid) continue;
+    auto lo = format::EncodeScalar(*s.value[0]);
+    auto hi = format::EncodeScalar(*s.value[1]);
+    if (lo.ok() && hi.ok()) {
+      out.lower_bounds[*id] = std::move(*lo);
+      out.upper_bounds[*id] = std::move(*hi);
+    }
+  }
+  return out;
+}
+
+arrow::Result<WrittenFile> WriteOneFile(const storage::Store& store, const std::string& key,
+                                        const arrow::Table& table, const Layout& layout,
+                                        const std::vector<parquet::SortingColumn>& sorting) {
+  parquet::WriterProperties::Builder builder;
+  builder.compression(parquet::Compression::ZSTD)
+      ->compression_level(layout.compression_level)
+      ->enable_statistics()
+      ->enable_write_page_index()
+      ->max_row_group_length(layout.row_group_rows)
+      ->max_rows_per_page(layout.data_page_rows)
+      ->created_by("timelake-cpp 0.1.0")
+      ->set_sorting_columns(sorting);
+  auto props = builder.build();
+  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  TIMELAKE_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  TIMELAKE_ASSIGN_OR_RAISE(auto writer,
+                           parquet::arrow::FileWriter::Open(*table.schema(),
+                                                            arrow::default_memory_pool(), sink,
+                                                            props, arrow_props));
+  TIMELAKE_RETURN_NOT_OK(writer->WriteTable(table, layout.row_group_rows));
+  TIMELAKE_RETURN_NOT_OK(writer->Close());
+  TIMELAKE_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
+
+  WrittenFile file;
+  file.key = key;
+  file.rows = table.num_rows();
+  file.bytes = buffer->size();
+  TIMELAKE_ASSIGN_OR_RAISE(auto stats, ColumnStatistics(table));
+  file.value_counts = std::move(stats.value_counts);
+  file.null_value_counts = std::move(stats.null_value_counts);
+  file.lower_bounds = std::move(stats.lower_bounds);
+  file.upper_bounds = std::move(stats.upper_bounds);
+  // Column sizes per leaf; only flat schemas map leaves to field ids 1:1.
+  auto metadata = writer->metadata();
+  if (metadata && metadata->num_columns() == table.num_columns()) {
+    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
+      auto group = metadata->RowGroup(rg);
+      for (int c = 0; c < group->num_columns(); ++c) {
+        if (auto id = format::FieldId(*table.schema()->field(c))) {
+          file.column_sizes[*id] += group->ColumnChunk(c)->total_compressed_size();
+        }
+      }
+    }
+  }
+  TIMELAKE_RETURN_NOT_OK(store.Put(key, std::string_view(reinterpret_cast<const char*>(
+                                                             buffer->data()),
+                                                         static_cast<size_t>(buffer->size()))));
+  return file;
+}
+
+}  // namespace
+
+int32_t PartitionOf(int64_t micros, Chunk chunk) {
+  constexpr int64_t kHourUs = 3600LL * 1000000;
+  switch (chunk) {
+    case Chunk::kHour:
+      return static_cast<int32_t>(FloorDiv(micros, kHourUs));
+    case Chunk::kDay:
+      return static_cast<int32_t>(FloorDiv(micros, 24 * kHourUs));
+    case Chunk::kMonth: {
+      int64_t y;
+      unsigned m, d;
+      CivilFromDays(FloorDiv(micros, 24 * kHourUs), &y, &m, &d);
+      return static_cast<int32_t>((y - 1970) * 12 + (m - 1));
+    }
+  }
+  return 0;
+}
+
+std::string PartitionLabel(int32_t value, Chunk chunk) {
+  char buf[48];
+  int64_t y;
+  unsigned m, d;
+  switch (chunk) {
+    case Chunk::kHour:
+      CivilFromDays(FloorDiv(value, 24), &y, &m, &d);
+      std::snprintf(buf, sizeof(buf), "%04lld-%02u-%02u-%02lld", static_cast<long long>(y), m, d,
+                    static_cast<long long>(value - FloorDiv(value, 24) * 24));
+      break;
+    case Chunk::kDay:
+      CivilFromDays(value, &y, &m, &d);
+      std::snprintf(buf, sizeof(buf), "%04lld-%02u-%02u", static_cast<long long>(y), m, d);
+      break;
+    case Chunk::kMonth:
+      std::snprintf(buf, sizeof(buf), "%04lld-%02lld",
+                    static_cast<long long>(1970 + FloorDiv(value, 12)),
+                    static_cast<long long>(value - FloorDiv(value, 12) * 12 + 1));
+      break;
+  }
+  return buf;
+}
+
+arrow::Result<WriteOutput> WriteDataFiles(
+    const storage::Store& store, const std::string& data_prefix, const Layout& layout,
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, internal::TimePoint now) {
+  WriteOutput out;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> aligned;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (!batches[i]) return Invalid("batch " + std::to_string(i) + " is null");
+    auto a = AlignBatch(*batches[i], *layout.schema);
+    if (!a.ok()) {
+      return WithContext(a.status(), batches.size() > 1 ? "batch " + std::to_string(i) : "batch");
+    }
+    out.input_rows += (*a)->num_rows();
+    if ((*a)->num_rows() > 0) aligned.push_back(std::move(*a));
+  }
+  if (out.input_rows == 0) return out;
+
+  TIMELAKE_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(layout.schema, aligned));
+  TIMELAKE_ASSIGN_OR_RAISE(table, table->CombineChunks());
+  const int64_t n = table->num_rows();
+
+  // Stamp the insertion time where the caller left it null.
+  if (!layout.ingest_column.empty()) {
+    const int idx = table->schema()->GetFieldIndex(layout.ingest_column);
+    auto column = table->column(idx);
+    if (column->null_count() > 0) {
+      auto type = layout.schema->field(idx)->type();
+      auto stamp = std::make_shared<arrow::TimestampScalar>(internal::ToMicros(now), type);
+      TIMELAKE_ASSIGN_OR_RAISE(auto filled,
+                               cp::CallFunction("coalesce", {column, arrow::Datum(stamp)}));
+      TIMELAKE_ASSIGN_OR_RAISE(
+          table, table->SetColumn(idx, layout.schema->field(idx), filled.chunked_array()));
+    }
+  }
+
+  // Partition value per row.
+  std::shared_ptr<arrow::Int32Array> partitions;
+  if (layout.time_column) {
+    const int idx = table->schema()->GetFieldIndex(*layout.time_column);
+    auto times = std::static_pointer_cast<arrow::TimestampArray>(table->column(idx)->chunk(0));
+    arrow::Int32Builder builder;
+    TIMELAKE_RETURN_NOT_OK(builder.Reserve(n));
+    for (int64_t i = 0; i < n; ++i) {
+      builder.UnsafeAppend(PartitionOf(times->Value(i), layout.chunk));
+    }
+    TIMELAKE_ASSIGN_OR_RAISE(auto finished, builder.Finish());
+    partitions = std::static_pointer_cast<arrow::Int32Array>(finished);
+  }
+
+  // Sort by (partition, series…, time, insertion, input position). Arrow's
+  // sort is stable, and the input position key makes the order explicit.
+  if (layout.time_column) {
+    std::vector<cp::SortKey> keys;
+    arrow::FieldVector extra_fields;
+    arrow::ChunkedArrayVector extra_columns;
+    extra_fields.push_back(arrow::field(kPartitionKey, arrow::int32()));
+    extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(partitions));
+    arrow::Int64Builder rows;
+    TIMELAKE_RETURN_NOT_OK(rows.Reserve(n));
+    for (int64_t i = 0; i < n; ++i) rows.UnsafeAppend(i);
+    TIMELAKE_ASSIGN_OR_RAISE(auto row_array, rows.Finish());
+    extra_fields.push_back(arrow::field(kRowKey, arrow::int64()));
+    extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(row_array));
+    arrow::FieldVector fields = table->schema()->fields();
+    arrow::ChunkedArrayVector columns = table->columns();
+    fields.insert(fields.end(), extra_fields.begin(), extra_fields.end());
+    columns.insert(columns.end(), extra_columns.begin(), extra_columns.end());
+    auto keyed = arrow::Table::Make(arrow::schema(fields), columns, n);
+
+    auto key = [](const std::string& name) {
+      return cp::SortKey(name, cp::SortOrder::Ascending, cp::NullPlacement::AtStart);
+    };
+    keys.push_back(key(kPartitionKey));
+    for (const auto& k : layout.series_key) keys.push_back(key(k));
+    keys.push_back(key(*layout.time_column));
+    if (!layout.ingest_column.empty()) keys.push_back(key(layout.ingest_column));
+    keys.push_back(key(kRowKey));
+    cp::SortOptions options(keys);
+    TIMELAKE_ASSIGN_OR_RAISE(auto indices, cp::SortIndices(arrow::Datum(keyed), options));
+    TIMELAKE_ASSIGN_OR_RAISE(auto sorted, cp::Take(arrow::Datum(keyed), arrow::Datum(indices)));
+    keyed = sorted.table();
+    TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->CombineChunks());
+
+    // Dedup: within equal (series…, time) the last row in sort order wins,
+    // which is the latest insertion, then the later input row.
+    if (layout.dedup && n > 1) {
+      std::vector<std::shared_ptr<arrow::Array>> key_arrays;
+      for (const auto& k : layout.series_key) {
+        key_arrays.push_back(keyed->GetColumnByName(k)->chunk(0));
+      }
+      key_arrays.push_back(keyed->GetColumnByName(*layout.time_column)->chunk(0));
+      TIMELAKE_ASSIGN_OR_RAISE(auto same, SameAsNext(key_arrays, n));
+      arrow::BooleanBuilder keep;
+      TIMELAKE_RETURN_NOT_OK(keep.Reserve(n));
+      for (int64_t i = 0; i + 1 < n; ++i) keep.UnsafeAppend(!same->Value(i));
+      keep.UnsafeAppend(true);
+      TIMELAKE_ASSIGN_OR_RAISE(auto mask, keep.Finish());
+      TIMELAKE_ASSIGN_OR_RAISE(auto filtered, cp::Filter(arrow::Datum(keyed), mask));
+      TIMELAKE_ASSIGN_OR_RAISE(keyed, filtered.table()->CombineChunks());
+    }
+    partitions = std::static_pointer_cast<arrow::Int32Array>(
+        keyed->GetColumnByName(kPartitionKey)->chunk(0));
+    TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->RemoveColumn(keyed->num_columns() - 1));
+    TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->RemoveColumn(keyed->num_columns() - 1));
+    table = keyed;
+  }
+  out.rows = table->num_rows();
+
+  // Runs of equal partition values become files.
+  struct Slice {
+    int64_t offset, length;
+    std::optional<int32_t> partition;
+  };
+  std::vector<Slice> slices;
+  if (partitions) {
+    int64_t start = 0;
+    for (int64_t i = 1; i <= table->num_rows(); ++i) {
+      if (i == table->num_rows() || partitions->Value(i) != partitions->Value(start)) {
+        slices.push_back({start, i - start, partitions->Value(start)});
+        start = i;
+      }
+    }
+  } else {
+    slices.push_back({0, table->num_rows(), std::nullopt});
+  }
+
+  std::vector<parquet::SortingColumn> sorting;
+  for (const auto& k : layout.series_key) {
+    sorting.push_back({table->schema()->GetFieldIndex(k), false, true});
+  }
+  if (layout.time_column) {
+    sorting.push_back({table->schema()->GetFieldIndex(*layout.time_column), false, true});
+  }
+
+  // Partitions are written in parallel, a few at a time.
+  std::vector<arrow::Result<WrittenFile>> results(slices.size(),
+                                                  arrow::Status::UnknownError("not run"));
+  const size_t workers =
+      std::max<size_t>(1, std::min<size_t>(slices.size(), std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < slices.size(); i = next++) {
+      const auto& s = slices[i];
+      std::string dir = data_prefix;
+      if (s.partition) dir += "/" + layout.partition_field_name + "=" +
+                              PartitionLabel(*s.partition, layout.chunk);
+      const std::string key = dir + "/" + internal::NewUuidV7(now) + ".parquet";
+      results[i] = WriteOneFile(store, key, *table->Slice(s.offset, s.length), layout, sorting);
+      if (results[i].ok()) results[i]->partition = s.partition;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+
+  arrow::Status first_error;
+  for (auto& r : results) {
+    if (r.ok()) {
+      out.files.push_back(std::move(*r));
+    } else if (first_error.ok()) {
+      first_error = r.status();
+    }
+  }
+  if (!first_error.ok()) {
+    for (const auto& f : out.files) (void)store.Delete(f.key);
+    return first_error;
+  }
+  return out;
+}
+
+}  // namespace timelake::write

@@ -1,0 +1,377 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The whole path on a local warehouse: create, append, commit, query through
+// DataFusion, and the errors that must leave storage unchanged.
+
+#include <filesystem>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <arrow/api.h>
+#include <arrow/compute/initialize.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <fstream>
+
+#include "timelake/timelake.h"
+
+namespace timelake {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kDayUs = 86400LL * 1000000;
+constexpr int64_t kT0 = 1767225600LL * 1000000;  // 2026-01-01T00:00:00Z
+
+#define ASSERT_OK(expr)                                          \
+  do {                                                           \
+    auto _st = (expr);                                           \
+    ASSERT_TRUE(_st.ok()) << #expr << ": " << _st.ToString();    \
+  } while (0)
+
+#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                      \
+  auto lhs##_result = (rexpr);                                                \
+  ASSERT_TRUE(lhs##_result.ok()) << #rexpr << ": " << lhs##_result.status().ToString(); \
+  auto lhs = std::move(*lhs##_result)
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(arrow::compute::Initialize().ok());
+    std::random_device rd;
+    dir_ = fs::temp_directory_path() / ("timelake-e2e-" + std::to_string(rd()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    Flush();
+    fs::remove_all(dir_);
+  }
+
+  static std::shared_ptr<arrow::Schema> Schema() {
+    return arrow::schema({arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+                          arrow::field("device_id", arrow::int32()),
+                          arrow::field("temp", arrow::float64())});
+  }
+
+  static std::shared_ptr<arrow::RecordBatch> Batch(const std::vector<int64_t>& times,
+                                                   const std::vector<int32_t>& devices,
+                                                   const std::vector<double>& temps) {
+    arrow::TimestampBuilder t(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
+                              arrow::default_memory_pool());
+    arrow::Int32Builder d;
+    arrow::DoubleBuilder v;
+    EXPECT_TRUE(t.AppendValues(times).ok());
+    EXPECT_TRUE(d.AppendValues(devices).ok());
+    EXPECT_TRUE(v.AppendValues(temps).ok());
+    return arrow::RecordBatch::Make(Schema(), static_cast<int64_t>(times.size()),
+                                    {*t.Finish(), *d.Finish(), *v.Finish()});
+  }
+
+  // Every file below the warehouse, relative.
+  std::set<std::string> Files() const {
+    std::set<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+      if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir_).string());
+    }
+    return out;
+  }
+
+  TableOptions TsOptions() const {
+    TableOptions o;
+    o.time_column = "time";
+    o.series_key = {"device_id"};
+    return o;
+  }
+
+  fs::path dir_;
+};
+
+int64_t ScalarInt(const std::shared_ptr<arrow::Table>& t, int col, int64_t row = 0) {
+  auto s = t->column(col)->GetScalar(row);
+  EXPECT_TRUE(s.ok());
+  auto cast = (*s)->CastTo(arrow::int64());
+  EXPECT_TRUE(cast.ok()) << cast.status().ToString();
+  return std::static_pointer_cast<arrow::Int64Scalar>(*cast)->value;
+}
+
+double ScalarDouble(const std::shared_ptr<arrow::Table>& t, int col, int64_t row = 0) {
+  auto s = t->column(col)->GetScalar(row);
+  EXPECT_TRUE(s.ok());
+  return std::static_pointer_cast<arrow::DoubleScalar>(*s)->value;
+}
+
+TEST_F(EndToEnd, CreateAppendQuery) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("iot.readings", *Schema(), TsOptions()));
+  EXPECT_EQ(table.version(), 1);
+  EXPECT_FALSE(table.current_snapshot_id().has_value());
+  // The stored schema is normalised: time NOT NULL UTC microseconds, plus _ingest_ts.
+  ASSERT_EQ(table.schema()->num_fields(), 4);
+  EXPECT_FALSE(table.schema()->field(0)->nullable());
+  EXPECT_EQ(table.schema()->field(3)->name(), "_ingest_ts");
+
+  // Two days, two devices, unsorted input.
+  auto batch = Batch({kT0 + kDayUs + 5, kT0 + 10, kT0 + 5, kT0 + kDayUs},
+                     {2, 1, 2, 1}, {4.0, 2.0, 3.0, 1.0});
+  ASSERT_OK_AND_ASSIGN(appended, table.Append({batch}));
+  auto& [t2, result] = appended;
+  EXPECT_EQ(result.rows, 4);
+  EXPECT_EQ(result.files, 2);  // one per day
+  EXPECT_EQ(result.version, 2);
+  EXPECT_EQ(result.commit.attempts, 1);
+  EXPECT_EQ(t2.version(), 2);
+  ASSERT_TRUE(t2.current_snapshot_id().has_value());
+  EXPECT_EQ(t2.Info().rows, 4);
+
+  // A real Iceberg layout on disk.
+  auto files = Files();
+  EXPECT_TRUE(files.count("iot/readings/metadata/v1.metadata.json"));
+  EXPECT_TRUE(files.count("iot/readings/metadata/v2.metadata.json"));
+  int parquet = 0, avro = 0;
+  for (const auto& f : files) {
+    if (f.find("iot/readings/data/time_day=2026-01-0") == 0 && f.ends_with(".parquet")) ++parquet;
+    if (f.ends_with(".avro")) ++avro;
+  }
+  EXPECT_EQ(parquet, 2);
+  EXPECT_EQ(avro, 2);  // one manifest, one manifest list
+
+  Session session(lake);
+  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT count(*), sum(temp) FROM iot.readings"));
+  EXPECT_EQ(ScalarInt(rows, 0), 4);
+  EXPECT_DOUBLE_EQ(ScalarDouble(rows, 1), 10.0);
+
+  ASSERT_OK_AND_ASSIGN(
+      one, session.Sql("SELECT temp FROM iot.readings WHERE device_id = 2 ORDER BY time"));
+  ASSERT_EQ(one->num_rows(), 2);
+  EXPECT_DOUBLE_EQ(ScalarDouble(one, 0, 0), 3.0);
+  EXPECT_DOUBLE_EQ(ScalarDouble(one, 0, 1), 4.0);
+
+  // A second append is visible to the same session at once.
+  ASSERT_OK_AND_ASSIGN(appended2, t2.Append({Batch({kT0 + 20}, {1}, {7.0})}));
+  EXPECT_EQ(appended2.second.version, 3);
+  ASSERT_OK_AND_ASSIGN(rows2, session.Sql("SELECT count(*) FROM iot.readings"));
+  EXPECT_EQ(ScalarInt(rows2, 0), 5);
+
+  // SHOW TABLES and information_schema see the table.
+  ASSERT_OK_AND_ASSIGN(tables, session.Sql("SELECT table_schema, table_name FROM "
+                                           "information_schema.tables WHERE table_catalog = "
+                                           "'timelake' AND table_schema = 'iot'"));
+  EXPECT_EQ(tables->num_rows(), 1);
+}
+
+TEST_F(EndToEnd, FilesAreSortedBySeriesThenTime) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("cpu", *Schema(), TsOptions()));
+  std::vector<int64_t> times;
+  std::vector<int32_t> devices;
+  std::vector<double> temps;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 1000; ++i) {
+    times.push_back(kT0 + static_cast<int64_t>(rng() % 3600) * 1000000);
+    devices.push_back(static_cast<int32_t>(rng() % 13));
+    temps.push_back(i);
+  }
+  ASSERT_OK(table.Append({Batch(times, devices, temps)}).status());
+  Session session(lake);
+  // Reading in file order (single partition, one file) must give sorted rows.
+  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT device_id, time FROM cpu"));
+  ASSERT_OK_AND_ASSIGN(combined, rows->CombineChunksToBatch());
+  auto dev = std::static_pointer_cast<arrow::Int32Array>(combined->column(0));
+  auto ts = std::static_pointer_cast<arrow::TimestampArray>(combined->column(1));
+  ASSERT_GT(combined->num_rows(), 900);  // dedup removes equal (device, time) pairs only
+  for (int64_t i = 1; i < combined->num_rows(); ++i) {
+    const bool ordered = dev->Value(i - 1) < dev->Value(i) ||
+                         (dev->Value(i - 1) == dev->Value(i) && ts->Value(i - 1) < ts->Value(i));
+    ASSERT_TRUE(ordered) << "row " << i;
+  }
+}
+
+TEST_F(EndToEnd, DedupKeepsLaterInputRowOnEqualKeys) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("d", *Schema(), TsOptions()));
+  ASSERT_OK_AND_ASSIGN(appended, table.Append({Batch({kT0, kT0, kT0, kT0 + 1}, {1, 1, 2, 1},
+                                                     {1.0, 2.0, 3.0, 4.0})}));
+  EXPECT_EQ(appended.second.input_rows, 4);
+  EXPECT_EQ(appended.second.rows, 3);
+  Session session(lake);
+  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT temp FROM d WHERE device_id = 1 ORDER BY time"));
+  ASSERT_EQ(rows->num_rows(), 2);
+  EXPECT_DOUBLE_EQ(ScalarDouble(rows, 0, 0), 2.0);  // the later input row wins
+}
+
+TEST_F(EndToEnd, LatestGivesNewestRowPerSeries) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("l", *Schema(), TsOptions()));
+  ASSERT_OK_AND_ASSIGN(a, table.Append({Batch({kT0, kT0 + 9, kT0 + 3}, {1, 1, 2}, {1, 2, 3})}));
+  ASSERT_OK_AND_ASSIGN(b, a.first.Append({Batch({kT0 + 1, kT0 + 9}, {2, 1}, {4, 5})}));
+  Session session(lake);
+  ASSERT_OK_AND_ASSIGN(latest, session.Latest("l"));
+  ASSERT_EQ(latest->num_rows(), 2);
+  // Device 1: two rows at kT0+9 in two commits; the later insertion (5) wins.
+  EXPECT_DOUBLE_EQ(ScalarDouble(latest, 2, 0), 5.0);
+  EXPECT_DOUBLE_EQ(ScalarDouble(latest, 2, 1), 3.0);
+}
+
+TEST_F(EndToEnd, RepeatedBatchIdCommitsNothing) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("b", *Schema(), TsOptions()));
+  AppendOptions opts;
+  opts.batch_id = "load-42";
+  ASSERT_OK_AND_ASSIGN(first, table.Append({Batch({kT0}, {1}, {1})}, opts));
+  EXPECT_EQ(first.second.rows, 1);
+  const auto before = Files();
+  ASSERT_OK_AND_ASSIGN(second, table.Append({Batch({kT0 + 1}, {1}, {2})}, opts));
+  EXPECT_TRUE(second.second.duplicate_batch);
+  EXPECT_EQ(second.second.rows, 0);
+  EXPECT_EQ(second.first.version(), 2);
+  Flush();
+  EXPECT_EQ(Files(), before);
+}
+
+TEST_F(EndToEnd, BadInputChangesNothing) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("bad", *Schema(), TsOptions()));
+  Flush();
+  const auto before = Files();
+
+  // Extra column.
+  auto extra_schema = Schema()->AddField(3, arrow::field("humidity", arrow::float64())).ValueOrDie();
+  auto base = Batch({kT0}, {1}, {1.0});
+  arrow::DoubleBuilder hb;
+  ASSERT_OK(hb.Append(0.5));
+  auto extra = arrow::RecordBatch::Make(extra_schema, 1,
+                                        {base->column(0), base->column(1), base->column(2),
+                                         *hb.Finish()});
+  auto r1 = table.Append({extra});
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(KindOf(r1.status()), ErrorKind::kInvalid);
+  EXPECT_NE(r1.status().message().find("humidity"), std::string::npos) << r1.status().message();
+
+  // Null times.
+  arrow::TimestampBuilder tb(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
+                             arrow::default_memory_pool());
+  ASSERT_OK(tb.AppendNull());
+  ASSERT_OK(tb.Append(kT0));
+  ASSERT_OK(tb.AppendNull());
+  arrow::Int32Builder db;
+  ASSERT_OK(db.AppendValues({1, 2, 3}));
+  arrow::DoubleBuilder vb;
+  ASSERT_OK(vb.AppendValues({1.0, 2.0, 3.0}));
+  auto nulls = arrow::RecordBatch::Make(Schema(), 3, {*tb.Finish(), *db.Finish(), *vb.Finish()});
+  auto r2 = table.Append({nulls});
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(KindOf(r2.status()), ErrorKind::kInvalid);
+  EXPECT_NE(r2.status().message().find("2 of 3 rows are null"), std::string::npos)
+      << r2.status().message();
+
+  // Wrong type: text that is not a number for device_id.
+  arrow::StringBuilder sb;
+  ASSERT_OK(sb.Append("seven"));
+  auto wrong_schema =
+      arrow::schema({Schema()->field(0), arrow::field("device_id", arrow::utf8()), Schema()->field(2)});
+  auto wrong = arrow::RecordBatch::Make(wrong_schema, 1,
+                                        {base->column(0), *sb.Finish(), base->column(2)});
+  auto r3 = table.Append({wrong});
+  ASSERT_FALSE(r3.ok());
+  EXPECT_EQ(KindOf(r3.status()), ErrorKind::kInvalid);
+  EXPECT_NE(r3.status().message().find("device_id"), std::string::npos) << r3.status().message();
+
+  Flush();
+  EXPECT_EQ(Files(), before);
+  ASSERT_OK_AND_ASSIGN(reloaded, table.Refresh());
+  EXPECT_EQ(reloaded.version(), 1);
+}
+
+TEST_F(EndToEnd, CreateErrors) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK(lake.CreateTable("x", *Schema(), TsOptions()).status());
+  auto again = lake.CreateTable("x", *Schema(), TsOptions());
+  EXPECT_EQ(KindOf(again.status()), ErrorKind::kAlreadyExists);
+  TableOptions missing;
+  missing.time_column = "ts";
+  EXPECT_EQ(KindOf(lake.CreateTable("y", *Schema(), missing).status()), ErrorKind::kInvalid);
+  TableOptions unknown = TsOptions();
+  unknown.properties["timelake.no-such-setting"] = "1";
+  auto u = lake.CreateTable("z", *Schema(), unknown);
+  EXPECT_EQ(KindOf(u.status()), ErrorKind::kInvalid);
+  EXPECT_NE(u.status().message().find("no-such-setting"), std::string::npos);
+  EXPECT_EQ(KindOf(lake.CreateTable("../etc", *Schema(), TsOptions()).status()),
+            ErrorKind::kInvalid);
+  EXPECT_EQ(KindOf(lake.LoadTable("nope").status()), ErrorKind::kNotFound);
+}
+
+TEST_F(EndToEnd, ListAndDrop) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK(lake.CreateTable("a.one", *Schema(), TsOptions()).status());
+  ASSERT_OK(lake.CreateTable("b.two", *Schema(), {}).status());
+  ASSERT_OK_AND_ASSIGN(tables, lake.ListTables());
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].ToString(), "a.one");
+  ASSERT_OK_AND_ASSIGN(namespaces, lake.ListNamespaces());
+  EXPECT_EQ(namespaces, (std::vector<std::string>{"a", "b"}));
+  ASSERT_OK(lake.DropTable("a.one"));
+  EXPECT_EQ(KindOf(lake.LoadTable("a.one").status()), ErrorKind::kNotFound);
+  EXPECT_EQ(KindOf(lake.DropTable("a.one")), ErrorKind::kNotFound);
+}
+
+TEST_F(EndToEnd, MemoryWarehouse) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open("memory://"));
+  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("m", *Schema(), TsOptions()));
+  ASSERT_OK(table.Append({Batch({kT0, kT0 + 1}, {1, 2}, {1, 2})}).status());
+  Session session(lake);
+  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT count(*) FROM m"));
+  EXPECT_EQ(ScalarInt(rows, 0), 2);
+}
+
+TEST_F(EndToEnd, BadSqlIsAnInvalidErrorNamingTheProblem) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  Session session(lake);
+  auto r = session.Sql("SELEC 1");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(KindOf(r.status()), ErrorKind::kInvalid);
+  auto missing = session.Sql("SELECT * FROM no_such_table");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no_such_table"), std::string::npos)
+      << missing.status().message();
+}
+
+TEST_F(EndToEnd, ConcurrentAppendersLoseNoRows) {
+  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  ASSERT_OK(lake.CreateTable("c", *Schema(), TsOptions()).status());
+  constexpr int kThreads = 4, kAppends = 5;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < kThreads; ++w) {
+    threads.emplace_back([&, w] {
+      auto t = lake.LoadTable("c");
+      if (!t.ok()) {
+        ++failures;
+        return;
+      }
+      Table table = *t;
+      for (int i = 0; i < kAppends; ++i) {
+        AppendOptions o;
+        o.max_commit_attempts = 50;
+        auto r = table.Append({Batch({kT0 + i}, {w}, {double(i)})}, o);
+        if (!r.ok()) {
+          ++failures;
+          ADD_FAILURE() << r.status().ToString();
+          return;
+        }
+        table = r->first;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  Session session(lake);
+  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT count(*), count(DISTINCT device_id) FROM c"));
+  EXPECT_EQ(ScalarInt(rows, 0), kThreads * kAppends);
+  EXPECT_EQ(ScalarInt(rows, 1), kThreads);
+  ASSERT_OK_AND_ASSIGN(table, lake.LoadTable("c"));
+  EXPECT_EQ(table.version(), 1 + kThreads * kAppends);
+}
+
+}  // namespace
+}  // namespace timelake
