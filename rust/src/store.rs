@@ -75,13 +75,15 @@ pub struct Store {
 impl Store {
     /// Opens the store rooted at `url` (see `tl_store_open`).
     pub fn open(url: &str, options: &[(String, String)]) -> TlResult<Self> {
-        let mut option_values: Vec<String> = options.iter().map(|(_, v)| v.clone()).collect();
         // Unparsable URLs are not echoed: they might carry credentials.
         let url = parse_location(url).map_err(|e| TlError::invalid(format!("open: {e}")))?;
         let shown = display_url(url.as_str());
-        if let Some(password) = url.password() {
-            option_values.push(password.to_string());
-        }
+        let mut secrets: Vec<String> = options
+            .iter()
+            .filter(|(k, v)| is_secret(k, v))
+            .map(|(_, v)| v.clone())
+            .chain(url.password().map(str::to_string))
+            .collect();
 
         if url.scheme() == "file" {
             let dir = url
@@ -95,7 +97,6 @@ impl Store {
             })?;
         }
 
-        let mut merged: Vec<(String, String)> = Vec::new();
         let (client, prefix): (Arc<dyn ObjectStore>, Path) = if url.scheme() == "memory" {
             // A fresh, private in-memory store (useful for tests).
             let prefix = Path::parse(url.path().trim_matches('/'))
@@ -103,20 +104,19 @@ impl Store {
             (Arc::new(InMemory::new()), prefix)
         } else {
             // Environment credentials first so that explicit options win.
-            merged.extend(environment_options(&url));
-            merged.extend(options.iter().cloned());
-            let (client, prefix) =
-                object_store::parse_url_opts(&url, merged.iter().map(|(k, v)| (k, v.clone())))
-                    .map_err(|e| {
-                        let secrets: Vec<String> = merged
-                            .iter()
-                            .map(|(_, v)| v.clone())
-                            .chain(option_values.iter().cloned())
-                            .collect();
-                        // object_store may quote the URL it was given.
-                        let message = format!("open {shown}: {e}").replace(url.as_str(), &shown);
-                        TlError::new(object_store_code(&e), redact(&message, &secrets))
-                    })?;
+            let environment = environment_options(&url);
+            secrets.extend(
+                environment
+                    .iter()
+                    .filter(|(k, v)| secret_key(k) && !v.is_empty())
+                    .map(|(_, v)| v.clone()),
+            );
+            let merged = environment.into_iter().chain(options.iter().cloned());
+            let (client, prefix) = object_store::parse_url_opts(&url, merged).map_err(|e| {
+                // object_store may quote the URL it was given.
+                let message = format!("open {shown}: {e}").replace(url.as_str(), &shown);
+                TlError::new(object_store_code(&e), redact(&message, &secrets))
+            })?;
             (Arc::from(client), prefix)
         };
 
@@ -138,13 +138,6 @@ impl Store {
         } else {
             shown.trim_end_matches('/').to_string()
         };
-
-        let secrets = merged
-            .into_iter()
-            .map(|(_, v)| v)
-            .chain(option_values)
-            .filter(|v| v.len() >= MIN_SECRET_LEN)
-            .collect();
 
         Ok(Self {
             client,
@@ -387,15 +380,44 @@ fn environment_options(url: &Url) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Values shorter than this are flags or numbers ("true", "10"), not
-/// secrets, and blanking them would garble messages.
-const MIN_SECRET_LEN: usize = 4;
+/// Whether an option key names a credential.
+fn secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "secret",
+        "token",
+        "password",
+        "key",
+        "credential",
+        "sas",
+        "signature",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+/// Keys whose values are plainly not credentials and help to read a
+/// message (which endpoint failed?).
+fn public_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["endpoint", "region", "allow_http", "timeout"]
+        .iter()
+        .any(|word| key.contains(word))
+}
+
+/// Option values that must never appear in a message: credentials, and any
+/// other value long enough to be one. Short values ("true", "10s") and
+/// endpoints and regions are kept, since blanking them would garble
+/// messages.
+fn is_secret(key: &str, value: &str) -> bool {
+    !value.is_empty() && (secret_key(key) || (!public_key(key) && value.len() >= 8))
+}
 
 /// Replaces every occurrence of a secret in `message`.
 fn redact(message: &str, secrets: &[String]) -> String {
     secrets
         .iter()
-        .filter(|s| s.len() >= MIN_SECRET_LEN)
+        .filter(|s| !s.is_empty())
         .fold(message.to_string(), |m, s| m.replace(s.as_str(), "***"))
 }
 
@@ -630,17 +652,17 @@ mod tests {
                 "aws_region".to_string(),
                 "SUPERSECRETVALUE-bad region".to_string(),
             ),
+            ("aws_allow_http".to_string(), "true".to_string()),
         ];
         // An unsupported scheme fails; whatever the message, no secret.
         let err = Store::open("ftp://user:SUPERSECRETVALUE@host/x", &options).unwrap_err();
         assert!(!err.message.contains("SUPERSECRETVALUE"), "{}", err.message);
-        assert_eq!(
-            redact(
-                "a SUPERSECRETVALUE b",
-                &options.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()
-            ),
-            "a *** b"
-        );
+        assert!(is_secret("aws_secret_access_key", "abc"));
+        assert!(is_secret("aws_unknown_option", "SUPERSECRETVALUE"));
+        assert!(!is_secret("aws_endpoint", "http://localhost:9000"));
+        assert!(!is_secret("aws_allow_http", "true"));
+        let secrets = vec!["SUPERSECRETVALUE".to_string(), String::new()];
+        assert_eq!(redact("a SUPERSECRETVALUE b", &secrets), "a *** b");
     }
 
     #[test]

@@ -242,6 +242,9 @@ class AvroValue {
   friend bool operator==(const AvroValue&, const AvroValue&);
 
  private:
+  // The factories construct the alternative in place: moving a temporary
+  // Variant instead trips GCC 12's -Wmaybe-uninitialized (a false positive)
+  // under -O1 with sanitizers.
   template <typename T>
   AvroValue(std::in_place_type_t<T> tag, T v) : value_(tag, std::move(v)) {}
 

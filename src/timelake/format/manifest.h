@@ -47,9 +47,10 @@ namespace timelake::format {
 // Partition tuples
 // ---------------------------------------------------------------------------
 
-// The Iceberg type of one partition tuple field. Timelake's hour/day/month
-// transforms produce kInt (Java and PyIceberg write day as kDate); identity
-// transforms produce the source column's type.
+// The Iceberg type of one partition tuple field. The hour and month transforms
+// produce kInt; day produces kDate as Java, PyIceberg and Timelake 0.7 write it
+// (the spec calls its result int: both are Avro int); identity transforms
+// produce the source column's type.
 enum class PartitionValueType {
   kBoolean,      // Avro boolean
   kInt,          // Avro int

@@ -2,10 +2,14 @@
 
 #include "timelake/read/catalog.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <arrow/c/bridge.h>
 #include <nlohmann/json.hpp>
 
 #include "timelake/format/manifest.h"
+#include "timelake/read/prune.h"
 
 namespace timelake::read {
 
@@ -20,6 +24,14 @@ constexpr int kErrorCode = 2;
 struct CatalogContext {
   std::shared_ptr<internal::LakeState> lake;
 };
+
+bool TraceScans() {
+  static const bool on = [] {
+    const char* v = std::getenv("TIMELAKE_TRACE");
+    return v != nullptr && std::string_view(v).find("scan") != std::string_view::npos;
+  }();
+  return on;
+}
 
 std::string_view AsView(const arrow::Buffer& b) {
   return {reinterpret_cast<const char*>(b.data()), static_cast<size_t>(b.size())};
@@ -72,6 +84,7 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
       f.size = e.data_file.file_size_in_bytes;
       f.records = e.data_file.record_count;
       f.sequence_number = e.sequence_number ? e.sequence_number : m.sequence_number;
+      f.data_file = e.data_file;
       out.push_back(std::move(f));
     }
   }
@@ -120,13 +133,29 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
   };
   cb.plan_scan = [](void* raw, const char* schema, const char* table, const char* request,
                     TlSink* out) -> int {
-    (void)request;  // filters: pruning by partition values and bounds comes next
     auto state = Load(static_cast<CatalogContext*>(raw), schema, table);
     if (!state.ok()) return Fail(out, state.status());
     auto files = ListLiveFiles(**state);
     if (!files.ok()) return Fail(out, files.status());
+    std::vector<Filter> filters;
+    try {
+      filters = ParseFilters(json::parse(request ? request : "{}"));
+    } catch (const json::exception&) {
+      // A request we cannot read prunes nothing; the scan stays correct.
+    }
     json list = json::array();
-    for (const auto& f : *files) list.push_back({{"path", f.key}, {"size", f.size}});
+    size_t pruned = 0;
+    for (const auto& f : *files) {
+      if (!MayMatch(f.data_file, filters, *(*state)->schema)) {
+        ++pruned;
+        continue;
+      }
+      list.push_back({{"path", f.key}, {"size", f.size}});
+    }
+    if (TraceScans()) {
+      std::fprintf(stderr, "timelake scan: %s.%s: %zu live files, %zu pruned, %zu read\n",
+                   schema, table, files->size(), pruned, files->size() - pruned);
+    }
     Write(out, json{{"files", list}}.dump());
     return kFound;
   };

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "timelake/format/manifest.h"
 #include "timelake/table/internal.h"
 #include "timelake_platform.h"
 
@@ -23,6 +24,7 @@ struct LiveFile {
   int64_t size = 0;
   int64_t records = 0;
   std::optional<int64_t> sequence_number;
+  format::DataFile data_file;  // with the statistics used for pruning
 };
 
 // The data files of the table's current snapshot (none without one).

@@ -55,7 +55,9 @@ std::vector<format::PartitionFieldType> PartitionTypeOf(const format::PartitionS
     format::PartitionFieldType t;
     t.field_id = f.field_id;
     t.name = f.name;
-    t.type = format::PartitionValueType::kInt;
+    // Iceberg's day transform yields a date; hour and month yield ints.
+    t.type = f.transform == "day" ? format::PartitionValueType::kDate
+                                   : format::PartitionValueType::kInt;
     out.push_back(t);
   }
   return out;
