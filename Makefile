@@ -17,7 +17,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 DEMO_WAREHOUSE ?= build/demo-warehouse
 DEMO_ARGS ?=
 
-.PHONY: all release debug asan demo test unit-test compat-test setup setup-test format clean
+.PHONY: all release debug asan demo test unit-test rust-test compat-test setup setup-test format clean
 
 all: release
 
@@ -41,11 +41,15 @@ demo: release
 unit-test: release
 	ctest --preset release -j $(JOBS)
 
+rust-test: setup
+	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
+
 compat-test: release setup-test
 	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli
 
 test: setup-test release
 	ctest --preset release -j $(JOBS)
+	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
 	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli
 
 asan: setup

@@ -235,7 +235,9 @@ TlCode tl_session_set_option(TlSession* session, const char* key, const char* va
 
 // Plans and runs one SQL statement; the result streams through `out`
 // (get_next runs the plan on Rust's runtime; it must not be called from a
-// callback). Parse and plan errors are TL_INVALID with DataFusion's message.
+// callback). Parse and plan errors are TL_INVALID with DataFusion's message
+// (TL_UNSUPPORTED for what DataFusion does not implement, e.g. several
+// statements in one string); a failing catalog callback is TL_EXECUTION.
 TlCode tl_session_sql(TlSession* session, const char* sql, struct ArrowArrayStream* out,
                       char** err);
 

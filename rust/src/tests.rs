@@ -218,25 +218,41 @@ fn take_string(s: *mut c_char) -> String {
 }
 
 struct Fixture {
-    _dir: TempDir,
+    _dir: Option<TempDir>,
     store: *mut TlStore,
     session: *mut TlSession,
     catalog: Arc<TestCatalog>,
 }
 
 impl Fixture {
+    /// A fixture on a fresh local warehouse.
     fn new() -> Self {
         let dir = TempDir::new("e2e");
-        let url = CString::new(dir.0.join("wh").to_str().unwrap()).unwrap();
+        let url = dir.0.join("wh").to_str().unwrap().to_string();
+        Self::open(&url, &[], Some(dir))
+    }
+
+    fn open(url: &str, options: &[(&str, &str)], dir: Option<TempDir>) -> Self {
+        let url = CString::new(url).unwrap();
+        let keys: Vec<CString> = options
+            .iter()
+            .map(|(k, _)| CString::new(*k).unwrap())
+            .collect();
+        let values: Vec<CString> = options
+            .iter()
+            .map(|(_, v)| CString::new(*v).unwrap())
+            .collect();
+        let key_ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr()).collect();
+        let value_ptrs: Vec<*const c_char> = values.iter().map(|v| v.as_ptr()).collect();
         let mut store = ptr::null_mut();
         let mut err = ptr::null_mut();
         // SAFETY: valid arguments.
         let code = unsafe {
             tl_store_open(
                 url.as_ptr(),
-                ptr::null(),
-                ptr::null(),
-                0,
+                key_ptrs.as_ptr(),
+                value_ptrs.as_ptr(),
+                options.len(),
                 &mut store,
                 &mut err,
             )
@@ -333,8 +349,39 @@ fn column<T: 'static>(batch: &RecordBatch, i: usize) -> &T {
 
 #[test]
 fn sql_end_to_end() {
-    let fx = Fixture::new();
+    check_queries(&Fixture::new());
+}
 
+/// The same queries on S3 when one is configured (see
+/// `store::tests::s3_store_if_configured`).
+#[test]
+#[ignore = "needs an S3 server: set TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET, run with --ignored"]
+fn sql_end_to_end_on_s3_if_configured() {
+    let (Ok(endpoint), Ok(bucket)) = (
+        std::env::var("TIMELAKE_TEST_S3_ENDPOINT"),
+        std::env::var("TIMELAKE_TEST_S3_BUCKET"),
+    ) else {
+        eprintln!("sql_end_to_end_on_s3_if_configured: TIMELAKE_TEST_S3_ENDPOINT not set, skipped");
+        return;
+    };
+    let url = format!("s3://{bucket}/timelake-e2e-{}", std::process::id());
+    let options = [
+        ("aws_endpoint", endpoint.as_str()),
+        ("aws_allow_http", "true"),
+        ("aws_region", "us-east-1"),
+        ("aws_access_key_id", "AKIDTIMELAKETEST"),
+        ("aws_secret_access_key", "timelake-fake-secret"),
+    ];
+    let fx = Fixture::open(&url, &options, None);
+    check_queries(&fx);
+    let key = CString::new(DATA_KEY).unwrap();
+    let mut err = ptr::null_mut();
+    // SAFETY: valid arguments.
+    let code = unsafe { tl_store_delete(fx.store, key.as_ptr(), &mut err) };
+    assert_eq!(code, TlCode::Ok);
+}
+
+fn check_queries(fx: &Fixture) {
     // Aggregate with a filter.
     let batches = fx
         .sql("SELECT count(*), sum(x) FROM t WHERE x > 1")
@@ -423,6 +470,13 @@ fn sql_end_to_end() {
     assert_eq!(in_filter["values"].as_array().unwrap().len(), 3);
     let projection = request["projection"].as_array().unwrap();
     assert!(projection.contains(&json!("name")));
+
+    // Without filters DataFusion hands the limit to the scan.
+    let batches = fx.sql("SELECT x FROM t LIMIT 3").unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
+    let request = fx.last_request("t");
+    assert_eq!(request["limit"], json!(3));
+    assert_eq!(request["projection"], json!(["x"]));
 }
 
 #[test]
