@@ -11,8 +11,8 @@
 #include <arrow/api.h>
 #include <arrow/compute/initialize.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "timelake/timelake.h"
 
@@ -24,14 +24,14 @@ namespace fs = std::filesystem;
 constexpr int64_t kDayUs = 86400LL * 1000000;
 constexpr int64_t kT0 = 1767225600LL * 1000000;  // 2026-01-01T00:00:00Z
 
-#define ASSERT_OK(expr)                                          \
-  do {                                                           \
-    auto _st = (expr);                                           \
-    ASSERT_TRUE(_st.ok()) << #expr << ": " << _st.ToString();    \
+#define ASSERT_OK(expr)                                       \
+  do {                                                        \
+    auto _st = (expr);                                        \
+    ASSERT_TRUE(_st.ok()) << #expr << ": " << _st.ToString(); \
   } while (0)
 
-#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                      \
-  auto lhs##_result = (rexpr);                                                \
+#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                                \
+  auto lhs##_result = (rexpr);                                                          \
   ASSERT_TRUE(lhs##_result.ok()) << #rexpr << ": " << lhs##_result.status().ToString(); \
   auto lhs = std::move(*lhs##_result)
 
@@ -49,9 +49,10 @@ class EndToEnd : public ::testing::Test {
   }
 
   static std::shared_ptr<arrow::Schema> Schema() {
-    return arrow::schema({arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
-                          arrow::field("device_id", arrow::int32()),
-                          arrow::field("temp", arrow::float64())});
+    return arrow::schema(
+        {arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+         arrow::field("device_id", arrow::int32()),
+         arrow::field("temp", arrow::float64())});
   }
 
   static std::shared_ptr<arrow::RecordBatch> Batch(const std::vector<int64_t>& times,
@@ -112,8 +113,8 @@ TEST_F(EndToEnd, CreateAppendQuery) {
   EXPECT_EQ(table.schema()->field(3)->name(), "_ingest_ts");
 
   // Two days, two devices, unsorted input.
-  auto batch = Batch({kT0 + kDayUs + 5, kT0 + 10, kT0 + 5, kT0 + kDayUs},
-                     {2, 1, 2, 1}, {4.0, 2.0, 3.0, 1.0});
+  auto batch = Batch({kT0 + kDayUs + 5, kT0 + 10, kT0 + 5, kT0 + kDayUs}, {2, 1, 2, 1},
+                     {4.0, 2.0, 3.0, 1.0});
   ASSERT_OK_AND_ASSIGN(appended, table.Append({batch}));
   auto& [t2, result] = appended;
   EXPECT_EQ(result.rows, 4);
@@ -130,7 +131,8 @@ TEST_F(EndToEnd, CreateAppendQuery) {
   EXPECT_TRUE(files.count("iot/readings/metadata/v2.metadata.json"));
   int parquet = 0, avro = 0;
   for (const auto& f : files) {
-    if (f.find("iot/readings/data/time_day=2026-01-0") == 0 && f.ends_with(".parquet")) ++parquet;
+    if (f.find("iot/readings/data/time_day=2026-01-0") == 0 && f.ends_with(".parquet"))
+      ++parquet;
     if (f.ends_with(".avro")) ++avro;
   }
   EXPECT_EQ(parquet, 2);
@@ -142,7 +144,8 @@ TEST_F(EndToEnd, CreateAppendQuery) {
   EXPECT_DOUBLE_EQ(ScalarDouble(rows, 1), 10.0);
 
   ASSERT_OK_AND_ASSIGN(
-      one, session.Sql("SELECT temp FROM iot.readings WHERE device_id = 2 ORDER BY time"));
+      one,
+      session.Sql("SELECT temp FROM iot.readings WHERE device_id = 2 ORDER BY time"));
   ASSERT_EQ(one->num_rows(), 2);
   EXPECT_DOUBLE_EQ(ScalarDouble(one, 0, 0), 3.0);
   EXPECT_DOUBLE_EQ(ScalarDouble(one, 0, 1), 4.0);
@@ -154,9 +157,10 @@ TEST_F(EndToEnd, CreateAppendQuery) {
   EXPECT_EQ(ScalarInt(rows2, 0), 5);
 
   // SHOW TABLES and information_schema see the table.
-  ASSERT_OK_AND_ASSIGN(tables, session.Sql("SELECT table_schema, table_name FROM "
-                                           "information_schema.tables WHERE table_catalog = "
-                                           "'timelake' AND table_schema = 'iot'"));
+  ASSERT_OK_AND_ASSIGN(tables,
+                       session.Sql("SELECT table_schema, table_name FROM "
+                                   "information_schema.tables WHERE table_catalog = "
+                                   "'timelake' AND table_schema = 'iot'"));
   EXPECT_EQ(tables->num_rows(), 1);
 }
 
@@ -181,8 +185,9 @@ TEST_F(EndToEnd, FilesAreSortedBySeriesThenTime) {
   auto ts = std::static_pointer_cast<arrow::TimestampArray>(combined->column(1));
   ASSERT_GT(combined->num_rows(), 900);  // dedup removes equal (device, time) pairs only
   for (int64_t i = 1; i < combined->num_rows(); ++i) {
-    const bool ordered = dev->Value(i - 1) < dev->Value(i) ||
-                         (dev->Value(i - 1) == dev->Value(i) && ts->Value(i - 1) < ts->Value(i));
+    const bool ordered =
+        dev->Value(i - 1) < dev->Value(i) ||
+        (dev->Value(i - 1) == dev->Value(i) && ts->Value(i - 1) < ts->Value(i));
     ASSERT_TRUE(ordered) << "row " << i;
   }
 }
@@ -190,12 +195,14 @@ TEST_F(EndToEnd, FilesAreSortedBySeriesThenTime) {
 TEST_F(EndToEnd, DedupKeepsLaterInputRowOnEqualKeys) {
   ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
   ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("d", *Schema(), TsOptions()));
-  ASSERT_OK_AND_ASSIGN(appended, table.Append({Batch({kT0, kT0, kT0, kT0 + 1}, {1, 1, 2, 1},
-                                                     {1.0, 2.0, 3.0, 4.0})}));
+  ASSERT_OK_AND_ASSIGN(appended,
+                       table.Append({Batch({kT0, kT0, kT0, kT0 + 1}, {1, 1, 2, 1},
+                                           {1.0, 2.0, 3.0, 4.0})}));
   EXPECT_EQ(appended.second.input_rows, 4);
   EXPECT_EQ(appended.second.rows, 3);
   Session session(lake);
-  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT temp FROM d WHERE device_id = 1 ORDER BY time"));
+  ASSERT_OK_AND_ASSIGN(
+      rows, session.Sql("SELECT temp FROM d WHERE device_id = 1 ORDER BY time"));
   ASSERT_EQ(rows->num_rows(), 2);
   EXPECT_DOUBLE_EQ(ScalarDouble(rows, 0, 0), 2.0);  // the later input row wins
 }
@@ -203,7 +210,8 @@ TEST_F(EndToEnd, DedupKeepsLaterInputRowOnEqualKeys) {
 TEST_F(EndToEnd, LatestGivesNewestRowPerSeries) {
   ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
   ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("l", *Schema(), TsOptions()));
-  ASSERT_OK_AND_ASSIGN(a, table.Append({Batch({kT0, kT0 + 9, kT0 + 3}, {1, 1, 2}, {1, 2, 3})}));
+  ASSERT_OK_AND_ASSIGN(
+      a, table.Append({Batch({kT0, kT0 + 9, kT0 + 3}, {1, 1, 2}, {1, 2, 3})}));
   ASSERT_OK_AND_ASSIGN(b, a.first.Append({Batch({kT0 + 1, kT0 + 9}, {2, 1}, {4, 5})}));
   Session session(lake);
   ASSERT_OK_AND_ASSIGN(latest, session.Latest("l"));
@@ -236,17 +244,18 @@ TEST_F(EndToEnd, BadInputChangesNothing) {
   const auto before = Files();
 
   // Extra column.
-  auto extra_schema = Schema()->AddField(3, arrow::field("humidity", arrow::float64())).ValueOrDie();
+  auto extra_schema =
+      Schema()->AddField(3, arrow::field("humidity", arrow::float64())).ValueOrDie();
   auto base = Batch({kT0}, {1}, {1.0});
   arrow::DoubleBuilder hb;
   ASSERT_OK(hb.Append(0.5));
-  auto extra = arrow::RecordBatch::Make(extra_schema, 1,
-                                        {base->column(0), base->column(1), base->column(2),
-                                         *hb.Finish()});
+  auto extra = arrow::RecordBatch::Make(
+      extra_schema, 1, {base->column(0), base->column(1), base->column(2), *hb.Finish()});
   auto r1 = table.Append({extra});
   ASSERT_FALSE(r1.ok());
   EXPECT_EQ(KindOf(r1.status()), ErrorKind::kInvalid);
-  EXPECT_NE(r1.status().message().find("humidity"), std::string::npos) << r1.status().message();
+  EXPECT_NE(r1.status().message().find("humidity"), std::string::npos)
+      << r1.status().message();
 
   // Null times.
   arrow::TimestampBuilder tb(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
@@ -258,7 +267,8 @@ TEST_F(EndToEnd, BadInputChangesNothing) {
   ASSERT_OK(db.AppendValues({1, 2, 3}));
   arrow::DoubleBuilder vb;
   ASSERT_OK(vb.AppendValues({1.0, 2.0, 3.0}));
-  auto nulls = arrow::RecordBatch::Make(Schema(), 3, {*tb.Finish(), *db.Finish(), *vb.Finish()});
+  auto nulls =
+      arrow::RecordBatch::Make(Schema(), 3, {*tb.Finish(), *db.Finish(), *vb.Finish()});
   auto r2 = table.Append({nulls});
   ASSERT_FALSE(r2.ok());
   EXPECT_EQ(KindOf(r2.status()), ErrorKind::kInvalid);
@@ -268,14 +278,15 @@ TEST_F(EndToEnd, BadInputChangesNothing) {
   // Wrong type: text that is not a number for device_id.
   arrow::StringBuilder sb;
   ASSERT_OK(sb.Append("seven"));
-  auto wrong_schema =
-      arrow::schema({Schema()->field(0), arrow::field("device_id", arrow::utf8()), Schema()->field(2)});
+  auto wrong_schema = arrow::schema(
+      {Schema()->field(0), arrow::field("device_id", arrow::utf8()), Schema()->field(2)});
   auto wrong = arrow::RecordBatch::Make(wrong_schema, 1,
                                         {base->column(0), *sb.Finish(), base->column(2)});
   auto r3 = table.Append({wrong});
   ASSERT_FALSE(r3.ok());
   EXPECT_EQ(KindOf(r3.status()), ErrorKind::kInvalid);
-  EXPECT_NE(r3.status().message().find("device_id"), std::string::npos) << r3.status().message();
+  EXPECT_NE(r3.status().message().find("device_id"), std::string::npos)
+      << r3.status().message();
 
   Flush();
   EXPECT_EQ(Files(), before);
@@ -290,7 +301,8 @@ TEST_F(EndToEnd, CreateErrors) {
   EXPECT_EQ(KindOf(again.status()), ErrorKind::kAlreadyExists);
   TableOptions missing;
   missing.time_column = "ts";
-  EXPECT_EQ(KindOf(lake.CreateTable("y", *Schema(), missing).status()), ErrorKind::kInvalid);
+  EXPECT_EQ(KindOf(lake.CreateTable("y", *Schema(), missing).status()),
+            ErrorKind::kInvalid);
   TableOptions unknown = TsOptions();
   unknown.properties["timelake.no-such-setting"] = "1";
   auto u = lake.CreateTable("z", *Schema(), unknown);
@@ -366,7 +378,8 @@ TEST_F(EndToEnd, ConcurrentAppendersLoseNoRows) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   Session session(lake);
-  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT count(*), count(DISTINCT device_id) FROM c"));
+  ASSERT_OK_AND_ASSIGN(rows,
+                       session.Sql("SELECT count(*), count(DISTINCT device_id) FROM c"));
   EXPECT_EQ(ScalarInt(rows, 0), kThreads * kAppends);
   EXPECT_EQ(ScalarInt(rows, 1), kThreads);
   ASSERT_OK_AND_ASSIGN(table, lake.LoadTable("c"));

@@ -61,13 +61,21 @@ ErrorKind KindOf(const arrow::Status& status);
 bool IsRetryable(const arrow::Status& status);
 
 // Shorthands.
-inline arrow::Status NotFound(std::string m) { return MakeError(ErrorKind::kNotFound, std::move(m)); }
+inline arrow::Status NotFound(std::string m) {
+  return MakeError(ErrorKind::kNotFound, std::move(m));
+}
 inline arrow::Status AlreadyExists(std::string m) {
   return MakeError(ErrorKind::kAlreadyExists, std::move(m));
 }
-inline arrow::Status Invalid(std::string m) { return MakeError(ErrorKind::kInvalid, std::move(m)); }
-inline arrow::Status Conflict(std::string m) { return MakeError(ErrorKind::kConflict, std::move(m)); }
-inline arrow::Status Corrupt(std::string m) { return MakeError(ErrorKind::kCorrupt, std::move(m)); }
+inline arrow::Status Invalid(std::string m) {
+  return MakeError(ErrorKind::kInvalid, std::move(m));
+}
+inline arrow::Status Conflict(std::string m) {
+  return MakeError(ErrorKind::kConflict, std::move(m));
+}
+inline arrow::Status Corrupt(std::string m) {
+  return MakeError(ErrorKind::kCorrupt, std::move(m));
+}
 inline arrow::Status Unsupported(std::string m) {
   return MakeError(ErrorKind::kUnsupported, std::move(m));
 }

@@ -126,14 +126,14 @@ struct CommitInfo {
 
 // What Table::Append did.
 struct AppendResult {
-  int64_t rows = 0;        // rows committed (after dedup within the batch)
-  int64_t input_rows = 0;  // rows given
-  int64_t files = 0;       // data files written
-  int64_t bytes = 0;       // bytes of data files written
-  int64_t partitions = 0;  // time partitions touched
+  int64_t rows = 0;                    // rows committed (after dedup within the batch)
+  int64_t input_rows = 0;              // rows given
+  int64_t files = 0;                   // data files written
+  int64_t bytes = 0;                   // bytes of data files written
+  int64_t partitions = 0;              // time partitions touched
   std::optional<int64_t> snapshot_id;  // none when nothing was committed
   int64_t sequence_number = 0;
-  int64_t version = 0;     // table version (metadata file number) after the append
+  int64_t version = 0;           // table version (metadata file number) after the append
   bool duplicate_batch = false;  // batch_id seen before: nothing committed
   CommitInfo commit;
 };
@@ -252,7 +252,8 @@ class Session {
   // or plan error, with DataFusion's message), kNotFound, kStorage.
   arrow::Result<std::shared_ptr<arrow::Table>> Sql(std::string_view sql);
   // Runs one SQL statement and streams its result.
-  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> SqlStream(std::string_view sql);
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> SqlStream(
+      std::string_view sql);
   // EXPLAIN ANALYZE of a query: the executed plan with its metrics.
   arrow::Result<std::string> ExplainAnalyze(std::string_view sql);
   // The newest row of every series of a table, by the tie rule (later

@@ -76,15 +76,15 @@ struct ArrowArrayStream {
 
 typedef enum TlCode {
   TL_OK = 0,
-  TL_NOT_FOUND = 1,       // the object (or table) does not exist
-  TL_ALREADY_EXISTS = 2,  // put-if-absent found an object at the key
-  TL_PRECONDITION = 3,    // put-if-match: the object changed (etag mismatch)
-  TL_INVALID = 4,         // bad argument: URL, option, SQL text, plan error
-  TL_STORAGE = 5,         // storage failure that retrying will not fix
+  TL_NOT_FOUND = 1,          // the object (or table) does not exist
+  TL_ALREADY_EXISTS = 2,     // put-if-absent found an object at the key
+  TL_PRECONDITION = 3,       // put-if-match: the object changed (etag mismatch)
+  TL_INVALID = 4,            // bad argument: URL, option, SQL text, plan error
+  TL_STORAGE = 5,            // storage failure that retrying will not fix
   TL_STORAGE_RETRYABLE = 6,  // transient storage failure (timeout, 5xx, reset)
-  TL_UNSUPPORTED = 7,     // the backend or engine cannot do this
-  TL_INTERNAL = 8,        // a bug, including a caught Rust panic
-  TL_EXECUTION = 9,       // query execution failed (message says why)
+  TL_UNSUPPORTED = 7,        // the backend or engine cannot do this
+  TL_INTERNAL = 8,           // a bug, including a caught Rust panic
+  TL_EXECUTION = 9,          // query execution failed (message says why)
 } TlCode;
 
 void tl_string_free(char* s);
@@ -111,8 +111,8 @@ typedef struct TlStore TlStore;
 // is created if missing. Messages never contain credential values.
 // Errors of the functions below read "<op> <url of the key>: <cause>".
 TlCode tl_store_open(const char* url, const char* const* option_keys,
-                     const char* const* option_values, size_t n_options,
-                     TlStore** out, char** err);
+                     const char* const* option_values, size_t n_options, TlStore** out,
+                     char** err);
 void tl_store_free(TlStore* store);
 
 // The canonical URL of the store's root, without trailing '/', e.g.
@@ -140,15 +140,14 @@ typedef enum TlPutMode {
 // Writes an object atomically (readers see all of it or nothing). Payloads
 // over 8 MiB written with TL_PUT_OVERWRITE use multipart upload.
 // out_etag (optional) receives the new etag (free with tl_string_free).
-TlCode tl_store_put(TlStore* store, const char* path, const uint8_t* data,
-                    size_t len, TlPutMode mode, const char* etag, char** out_etag,
-                    char** err);
+TlCode tl_store_put(TlStore* store, const char* path, const uint8_t* data, size_t len,
+                    TlPutMode mode, const char* etag, char** out_etag, char** err);
 
 // Deletes an object. Deleting a missing object is TL_OK.
 TlCode tl_store_delete(TlStore* store, const char* path, char** err);
 
 typedef struct TlObjectMeta {
-  char* path;             // relative to the store root
+  char* path;  // relative to the store root
   uint64_t size;
   int64_t last_modified_ms;  // Unix epoch milliseconds
 } TlObjectMeta;
@@ -156,7 +155,7 @@ typedef struct TlObjectMeta {
 typedef struct TlListing {
   TlObjectMeta* objects;
   size_t n_objects;
-  char** prefixes;        // "directories" (only with delimiter), relative, no trailing '/'
+  char** prefixes;  // "directories" (only with delimiter), relative, no trailing '/'
   size_t n_prefixes;
 } TlListing;
 
@@ -164,8 +163,8 @@ typedef struct TlListing {
 // With delimiter != 0 only direct children are listed and sub-folders are
 // returned in `prefixes`; otherwise everything below, recursively. Order is
 // unspecified. A missing prefix lists nothing (TL_OK). NULL means "".
-TlCode tl_store_list(TlStore* store, const char* prefix, int delimiter,
-                     TlListing* out, char** err);
+TlCode tl_store_list(TlStore* store, const char* prefix, int delimiter, TlListing* out,
+                     char** err);
 void tl_listing_free(TlListing* listing);
 
 // ---------------------------------------------------------------------------

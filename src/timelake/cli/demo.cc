@@ -147,9 +147,10 @@ arrow::Status Ingest(const Lake& lake, const TsbsOptions& tsbs, std::ostream* ou
 arrow::Status RunQueries(Session* session, const TsbsOptions& tsbs, std::ostream* out) {
   auto start = std::chrono::steady_clock::now();
   ARROW_ASSIGN_OR_RAISE(auto latest, LatestPerHost(session));
-  ARROW_RETURN_NOT_OK(ShowResult(out, "Newest row per host (a window-function scan until the last-value index lands)",
-                                 fmt::format("Session::Latest(\"{}\")", kDemoTable),
-                                 *latest, SecondsSince(start)));
+  ARROW_RETURN_NOT_OK(ShowResult(
+      out,
+      "Newest row per host (a window-function scan until the last-value index lands)",
+      fmt::format("Session::Latest(\"{}\")", kDemoTable), *latest, SecondsSince(start)));
 
   const int64_t end_us =
       tsbs.start_us +

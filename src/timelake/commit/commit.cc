@@ -32,7 +32,9 @@ Background& GetBackground() {
 
 }  // namespace
 
-std::string MetadataPrefix(const std::string& table_key) { return table_key + "/metadata"; }
+std::string MetadataPrefix(const std::string& table_key) {
+  return table_key + "/metadata";
+}
 
 std::string VersionKey(const std::string& table_key, int64_t number) {
   return MetadataPrefix(table_key) + "/v" + std::to_string(number) + ".metadata.json";
@@ -40,11 +42,13 @@ std::string VersionKey(const std::string& table_key, int64_t number) {
 
 std::optional<int64_t> VersionOfFileName(std::string_view name) {
   constexpr std::string_view kSuffix = ".metadata.json";
-  if (name.size() <= kSuffix.size() || name.substr(name.size() - kSuffix.size()) != kSuffix) {
+  if (name.size() <= kSuffix.size() ||
+      name.substr(name.size() - kSuffix.size()) != kSuffix) {
     return std::nullopt;
   }
   std::string_view stem = name.substr(0, name.size() - kSuffix.size());
-  if (stem[0] == 'v' && AllDigits(stem.substr(1))) return std::stoll(std::string(stem.substr(1)));
+  if (stem[0] == 'v' && AllDigits(stem.substr(1)))
+    return std::stoll(std::string(stem.substr(1)));
   const size_t dash = stem.find('-');
   if (dash != std::string_view::npos && AllDigits(stem.substr(0, dash))) {
     return std::stoll(std::string(stem.substr(0, dash)));
@@ -54,12 +58,14 @@ std::optional<int64_t> VersionOfFileName(std::string_view name) {
 
 arrow::Result<std::optional<Version>> FindLatestVersion(const storage::Store& store,
                                                         const std::string& table_key) {
-  TIMELAKE_ASSIGN_OR_RAISE(auto listing, store.List(MetadataPrefix(table_key) + "/", true));
+  TIMELAKE_ASSIGN_OR_RAISE(auto listing,
+                           store.List(MetadataPrefix(table_key) + "/", true));
   std::optional<Version> best;
   for (const auto& obj : listing.objects) {
     const std::string_view key = obj.key;
     const size_t slash = key.rfind('/');
-    auto n = VersionOfFileName(slash == std::string_view::npos ? key : key.substr(slash + 1));
+    auto n =
+        VersionOfFileName(slash == std::string_view::npos ? key : key.substr(slash + 1));
     // Prefer our own v<N> spelling when two files claim the same number.
     if (n && (!best || *n > best->number ||
               (*n == best->number && key.find("/v") != std::string_view::npos))) {
@@ -80,12 +86,12 @@ arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
   if (!bytes.ok()) {
     return WithContext(bytes.status(), "loading table " + table_name);
   }
-  auto metadata =
-      format::TableMetadata::Parse(std::string_view(reinterpret_cast<const char*>(
-                                                        (*bytes)->data()),
-                                                    static_cast<size_t>((*bytes)->size())),
-                                   store.Uri(latest->key));
-  if (!metadata.ok()) return WithContext(metadata.status(), "loading table " + table_name);
+  auto metadata = format::TableMetadata::Parse(
+      std::string_view(reinterpret_cast<const char*>((*bytes)->data()),
+                       static_cast<size_t>((*bytes)->size())),
+      store.Uri(latest->key));
+  if (!metadata.ok())
+    return WithContext(metadata.status(), "loading table " + table_name);
   return LoadedVersion{std::move(*latest), std::move(*metadata)};
 }
 
@@ -107,7 +113,8 @@ void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string ta
   }
   std::thread([store = std::move(store), table_key = std::move(table_key), number] {
     // Best effort: readers list metadata/ and never need the hint.
-    (void)store->Put(MetadataPrefix(table_key) + "/version-hint.text", std::to_string(number));
+    (void)store->Put(MetadataPrefix(table_key) + "/version-hint.text",
+                     std::to_string(number));
     Background& b = GetBackground();
     std::lock_guard<std::mutex> lock(b.mu);
     --b.running;

@@ -318,6 +318,7 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> DecodeBound(
     case arrow::Type::STRING:
     case arrow::Type::LARGE_STRING:
     case arrow::Type::STRING_VIEW: {
+      arrow::util::InitializeUTF8();  // the validator's tables; idempotent and cheap
       if (!arrow::util::ValidateUTF8(bytes))
         return Corrupt("string bound is not valid UTF-8");
       auto buffer = arrow::Buffer::FromString(std::string(bytes));

@@ -70,14 +70,18 @@ arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type,
     return arrow::struct_(fields);
   }
   if (kind == "list") {
-    TIMELAKE_ASSIGN_OR_RAISE(auto elem, TypeFromJson(type.at("element"), where + ".element"));
-    return arrow::list(arrow::field("element", elem, !type.value("element-required", false),
+    TIMELAKE_ASSIGN_OR_RAISE(auto elem,
+                             TypeFromJson(type.at("element"), where + ".element"));
+    return arrow::list(arrow::field("element", elem,
+                                    !type.value("element-required", false),
                                     IdMetadata(type.at("element-id").get<int>())));
   }
   if (kind == "map") {
     TIMELAKE_ASSIGN_OR_RAISE(auto key, TypeFromJson(type.at("key"), where + ".key"));
-    TIMELAKE_ASSIGN_OR_RAISE(auto value, TypeFromJson(type.at("value"), where + ".value"));
-    auto key_field = arrow::field("key", key, false, IdMetadata(type.at("key-id").get<int>()));
+    TIMELAKE_ASSIGN_OR_RAISE(auto value,
+                             TypeFromJson(type.at("value"), where + ".value"));
+    auto key_field =
+        arrow::field("key", key, false, IdMetadata(type.at("key-id").get<int>()));
     auto value_field = arrow::field("value", value, !type.value("value-required", false),
                                     IdMetadata(type.at("value-id").get<int>()));
     return std::make_shared<arrow::MapType>(key_field, value_field);
@@ -100,8 +104,8 @@ class IdAssigner {
 arrow::Result<json> TypeToJson(const arrow::DataType& type, const std::string& where,
                                IdAssigner* ids);
 
-arrow::Result<json> FieldsToJson(const arrow::FieldVector& fields, const std::string& prefix,
-                                 IdAssigner* ids) {
+arrow::Result<json> FieldsToJson(const arrow::FieldVector& fields,
+                                 const std::string& prefix, IdAssigner* ids) {
   std::vector<int> field_ids;
   for (size_t i = 0; i < fields.size(); ++i) field_ids.push_back(ids->Next());
   json out = json::array();
@@ -120,7 +124,8 @@ arrow::Result<json> TypeToJson(const arrow::DataType& type, const std::string& w
                                IdAssigner* ids) {
   switch (type.id()) {
     case arrow::Type::STRUCT: {
-      TIMELAKE_ASSIGN_OR_RAISE(json fields, FieldsToJson(type.fields(), where + ".", ids));
+      TIMELAKE_ASSIGN_OR_RAISE(json fields,
+                               FieldsToJson(type.fields(), where + ".", ids));
       return json{{"type", "struct"}, {"fields", fields}};
     }
     case arrow::Type::LIST:
@@ -130,7 +135,8 @@ arrow::Result<json> TypeToJson(const arrow::DataType& type, const std::string& w
     case arrow::Type::FIXED_SIZE_LIST: {
       const auto& elem = type.field(0);
       const int id = ids->Next();
-      TIMELAKE_ASSIGN_OR_RAISE(json t, TypeToJson(*elem->type(), where + ".element", ids));
+      TIMELAKE_ASSIGN_OR_RAISE(json t,
+                               TypeToJson(*elem->type(), where + ".element", ids));
       return json{{"type", "list"},
                   {"element-id", id},
                   {"element", t},
@@ -141,10 +147,11 @@ arrow::Result<json> TypeToJson(const arrow::DataType& type, const std::string& w
       const int key_id = ids->Next();
       const int value_id = ids->Next();
       TIMELAKE_ASSIGN_OR_RAISE(json k, TypeToJson(*map.key_type(), where + ".key", ids));
-      TIMELAKE_ASSIGN_OR_RAISE(json v, TypeToJson(*map.item_type(), where + ".value", ids));
-      return json{{"type", "map"},     {"key-id", key_id},
-                  {"key", k},          {"value-id", value_id},
-                  {"value", v},        {"value-required", !map.item_field()->nullable()}};
+      TIMELAKE_ASSIGN_OR_RAISE(json v,
+                               TypeToJson(*map.item_type(), where + ".value", ids));
+      return json{{"type", "map"}, {"key-id", key_id},
+                  {"key", k},      {"value-id", value_id},
+                  {"value", v},    {"value-required", !map.item_field()->nullable()}};
     }
     default: {
       auto name = IcebergTypeName(type);
@@ -183,8 +190,9 @@ arrow::Result<std::string> IcebergTypeName(const arrow::DataType& type) {
     case arrow::Type::TIME64:
       return "time";
     case arrow::Type::TIMESTAMP:
-      return static_cast<const arrow::TimestampType&>(type).timezone().empty() ? "timestamp"
-                                                                             : "timestamptz";
+      return static_cast<const arrow::TimestampType&>(type).timezone().empty()
+                 ? "timestamp"
+                 : "timestamptz";
     case arrow::Type::STRING:
     case arrow::Type::LARGE_STRING:
     case arrow::Type::STRING_VIEW:
@@ -195,14 +203,17 @@ arrow::Result<std::string> IcebergTypeName(const arrow::DataType& type) {
       return "binary";
     case arrow::Type::FIXED_SIZE_BINARY:
       return "fixed[" +
-             std::to_string(static_cast<const arrow::FixedSizeBinaryType&>(type).byte_width()) +
+             std::to_string(
+                 static_cast<const arrow::FixedSizeBinaryType&>(type).byte_width()) +
              "]";
     case arrow::Type::DECIMAL128: {
       const auto& d = static_cast<const arrow::Decimal128Type&>(type);
-      return "decimal(" + std::to_string(d.precision()) + ", " + std::to_string(d.scale()) + ")";
+      return "decimal(" + std::to_string(d.precision()) + ", " +
+             std::to_string(d.scale()) + ")";
     }
     case arrow::Type::DICTIONARY:
-      return IcebergTypeName(*static_cast<const arrow::DictionaryType&>(type).value_type());
+      return IcebergTypeName(
+          *static_cast<const arrow::DictionaryType&>(type).value_type());
     default:
       return Invalid("type " + type.ToString() + " has no Iceberg equivalent");
   }

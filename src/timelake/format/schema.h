@@ -24,7 +24,8 @@ inline constexpr char kUtcZone[] = "+00:00";
 
 // Converts an Iceberg schema (the object with "type": "struct" and "fields")
 // to Arrow. Errors: kCorrupt naming the field when a type is unknown.
-arrow::Result<std::shared_ptr<arrow::Schema>> IcebergToArrow(const nlohmann::json& schema);
+arrow::Result<std::shared_ptr<arrow::Schema>> IcebergToArrow(
+    const nlohmann::json& schema);
 
 // Normalises an Arrow schema for a new table (SPEC §4.4) and converts it to an
 // Iceberg schema with fresh ids from 1: timestamps become microseconds, zoned

@@ -26,8 +26,9 @@ arrow::Result<Snapshot> ParseSnapshot(const json& s) {
   if (s.contains("manifest-list")) {
     out.manifest_list = s["manifest-list"].get<std::string>();
   } else {
-    return Unsupported("snapshot " + std::to_string(out.snapshot_id) +
-                       " lists manifests inline (format v1 'manifests'), which is not supported");
+    return Unsupported(
+        "snapshot " + std::to_string(out.snapshot_id) +
+        " lists manifests inline (format v1 'manifests'), which is not supported");
   }
   if (s.contains("summary")) {
     for (const auto& [k, v] : s["summary"].items()) out.summary[k] = SummaryValue(v);
@@ -35,7 +36,8 @@ arrow::Result<Snapshot> ParseSnapshot(const json& s) {
   if (s.contains("schema-id")) out.schema_id = s["schema-id"].get<int>();
   for (const auto& [k, v] : s.items()) {
     if (k != "snapshot-id" && k != "parent-snapshot-id" && k != "sequence-number" &&
-        k != "timestamp-ms" && k != "manifest-list" && k != "summary" && k != "schema-id") {
+        k != "timestamp-ms" && k != "manifest-list" && k != "summary" &&
+        k != "schema-id") {
       out.extra[k] = v;
     }
   }
@@ -89,7 +91,8 @@ void TableMetadata::AddSnapshot(Snapshot snapshot) {
   current_snapshot_id = snapshot.snapshot_id;
   json& log = doc["snapshot-log"];
   if (!log.is_array()) log = json::array();
-  log.push_back({{"snapshot-id", snapshot.snapshot_id}, {"timestamp-ms", snapshot.timestamp_ms}});
+  log.push_back(
+      {{"snapshot-id", snapshot.snapshot_id}, {"timestamp-ms", snapshot.timestamp_ms}});
   snapshots.push_back(std::move(snapshot));
 }
 
@@ -132,7 +135,8 @@ std::string TableMetadata::Serialize() const {
   out["snapshots"] = snaps;
   if (current_snapshot_id) {
     out["current-snapshot-id"] = *current_snapshot_id;
-    json refs = out.contains("refs") && out["refs"].is_object() ? out["refs"] : json::object();
+    json refs =
+        out.contains("refs") && out["refs"].is_object() ? out["refs"] : json::object();
     refs["main"] = {{"snapshot-id", *current_snapshot_id}, {"type", "branch"}};
     out["refs"] = refs;
   } else {
@@ -143,7 +147,8 @@ std::string TableMetadata::Serialize() const {
   return out.dump(2);
 }
 
-arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text, std::string_view what) {
+arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text,
+                                                  std::string_view what) {
   TableMetadata m;
   try {
     m.doc = json::parse(text);
@@ -152,11 +157,13 @@ arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text, std::st
   }
   try {
     const json& d = m.doc;
-    if (!d.is_object()) return Corrupt("reading " + std::string(what) + ": not a JSON object");
+    if (!d.is_object())
+      return Corrupt("reading " + std::string(what) + ": not a JSON object");
     m.format_version = d.at("format-version").get<int>();
     if (m.format_version != 1 && m.format_version != 2) {
       return Unsupported("reading " + std::string(what) + ": Iceberg format version " +
-                         std::to_string(m.format_version) + " is not supported (1 and 2 are)");
+                         std::to_string(m.format_version) +
+                         " is not supported (1 and 2 are)");
     }
     m.table_uuid = d.value("table-uuid", "");
     m.location = d.at("location").get<std::string>();
@@ -208,7 +215,8 @@ arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text, std::st
     m.default_spec_id = d.value("default-spec-id", 0);
     m.last_partition_id = d.value("last-partition-id", 999);
     if (d.contains("properties") && d["properties"].is_object()) {
-      for (const auto& [k, v] : d["properties"].items()) m.properties[k] = SummaryValue(v);
+      for (const auto& [k, v] : d["properties"].items())
+        m.properties[k] = SummaryValue(v);
     }
     if (d.contains("current-snapshot-id") && !d["current-snapshot-id"].is_null()) {
       const int64_t id = d["current-snapshot-id"].get<int64_t>();
@@ -222,10 +230,12 @@ arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text, std::st
     }
     if (m.current_snapshot_id && !m.FindSnapshot(*m.current_snapshot_id)) {
       return Corrupt("reading " + std::string(what) + ": current snapshot " +
-                     std::to_string(*m.current_snapshot_id) + " is not among the snapshots");
+                     std::to_string(*m.current_snapshot_id) +
+                     " is not among the snapshots");
     }
   } catch (const json::exception& e) {
-    return Corrupt("reading " + std::string(what) + ": malformed table metadata: " + e.what());
+    return Corrupt("reading " + std::string(what) +
+                   ": malformed table metadata: " + e.what());
   }
   return m;
 }

@@ -26,7 +26,7 @@ struct Snapshot {
   std::optional<int64_t> parent_snapshot_id;
   int64_t sequence_number = 0;
   int64_t timestamp_ms = 0;
-  std::string manifest_list;  // absolute URI
+  std::string manifest_list;                   // absolute URI
   std::map<std::string, std::string> summary;  // includes "operation"
   std::optional<int> schema_id;
   nlohmann::json extra = nlohmann::json::object();  // keys not modelled above

@@ -61,7 +61,8 @@ TEST(TableMetadata, RoundTripKeepsFieldsItDoesNotModel) {
 
 TEST(TableMetadata, CorruptInputIsACorruptError) {
   const std::string good = ReadFixture("timelake07/v3.metadata.json");
-  for (size_t cut : {size_t{0}, size_t{1}, good.size() / 3, good.size() / 2, good.size() - 2}) {
+  for (size_t cut :
+       {size_t{0}, size_t{1}, good.size() / 3, good.size() / 2, good.size() - 2}) {
     auto m = TableMetadata::Parse(good.substr(0, cut), "truncated.json");
     ASSERT_FALSE(m.ok()) << cut;
     EXPECT_EQ(KindOf(m.status()), ErrorKind::kCorrupt);
@@ -75,7 +76,8 @@ TEST(TableMetadata, CorruptInputIsACorruptError) {
   EXPECT_EQ(KindOf(TableMetadata::Parse(doc.dump(), "x").status()), ErrorKind::kCorrupt);
   doc = nlohmann::json::parse(good);
   doc["format-version"] = 3;
-  EXPECT_EQ(KindOf(TableMetadata::Parse(doc.dump(), "x").status()), ErrorKind::kUnsupported);
+  EXPECT_EQ(KindOf(TableMetadata::Parse(doc.dump(), "x").status()),
+            ErrorKind::kUnsupported);
   doc = nlohmann::json::parse(good);
   doc["schemas"][0]["fields"][1]["type"] = "varchar";
   auto m = TableMetadata::Parse(doc.dump(), "x");

@@ -37,7 +37,9 @@ std::string_view AsView(const arrow::Buffer& b) {
   return {reinterpret_cast<const char*>(b.data()), static_cast<size_t>(b.size())};
 }
 
-void Write(TlSink* sink, const std::string& text) { tl_sink_write(sink, text.data(), text.size()); }
+void Write(TlSink* sink, const std::string& text) {
+  tl_sink_write(sink, text.data(), text.size());
+}
 
 int Fail(TlSink* sink, const arrow::Status& st) {
   Write(sink, st.message());
@@ -47,8 +49,8 @@ int Fail(TlSink* sink, const arrow::Status& st) {
 arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* ctx,
                                                                 const char* schema,
                                                                 const char* table) {
-  TIMELAKE_ASSIGN_OR_RAISE(auto name,
-                           TableName::Parse(std::string(schema) + "." + std::string(table)));
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto name, TableName::Parse(std::string(schema) + "." + std::string(table)));
   return internal::LoadTableState(ctx->lake, name);
 }
 
@@ -59,14 +61,15 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
   const auto* snapshot = table.metadata.CurrentSnapshot();
   if (snapshot == nullptr) return out;
   const auto& store = *table.lake->store;
-  const std::string context = "planning a scan of " + table.name.ToString() + " snapshot " +
-                              std::to_string(snapshot->snapshot_id);
+  const std::string context = "planning a scan of " + table.name.ToString() +
+                              " snapshot " + std::to_string(snapshot->snapshot_id);
   TIMELAKE_ASSIGN_OR_RAISE(auto list_key, store.KeyOf(snapshot->manifest_list));
   auto list_bytes = store.Get(list_key);
   if (!list_bytes.ok()) return WithContext(list_bytes.status(), context);
   auto manifests = format::ReadManifestList(AsView(**list_bytes));
   if (!manifests.ok()) {
-    return WithContext(manifests.status(), context + ": manifest list " + snapshot->manifest_list);
+    return WithContext(manifests.status(),
+                       context + ": manifest list " + snapshot->manifest_list);
   }
   for (const auto& m : *manifests) {
     if (m.content != 0) continue;  // Timelake writes no delete files
@@ -118,11 +121,13 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
     Write(out, names.dump());
     return kFound;
   };
-  cb.table_schema = [](void* raw, const char* schema, const char* table, TlSink* out) -> int {
+  cb.table_schema = [](void* raw, const char* schema, const char* table,
+                       TlSink* out) -> int {
     auto state = Load(static_cast<CatalogContext*>(raw), schema, table);
     if (!state.ok()) {
       const auto kind = KindOf(state.status());
-      if (kind == ErrorKind::kNotFound || kind == ErrorKind::kInvalid) return kNotFoundCode;
+      if (kind == ErrorKind::kNotFound || kind == ErrorKind::kInvalid)
+        return kNotFoundCode;
       return Fail(out, state.status());
     }
     struct ArrowSchema c_schema;

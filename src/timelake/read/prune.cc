@@ -14,14 +14,16 @@ namespace {
 using Value = Filter::Value;
 
 std::optional<Value> ParseValue(const nlohmann::json& v, std::string* kind) {
-  if (!v.is_object() || !v.contains("type") || !v["type"].is_string() || !v.contains("v")) {
+  if (!v.is_object() || !v.contains("type") || !v["type"].is_string() ||
+      !v.contains("v")) {
     return std::nullopt;
   }
   const std::string type = v["type"].get<std::string>();
   if (!kind->empty() && *kind != type) return std::nullopt;  // mixed kinds: don't prune
   *kind = type;
   const auto& x = v["v"];
-  if ((type == "int" || type == "timestamp_us" || type == "date") && x.is_number_integer()) {
+  if ((type == "int" || type == "timestamp_us" || type == "date") &&
+      x.is_number_integer()) {
     return Value(x.get<int64_t>());
   }
   if (type == "float" && x.is_number()) return Value(x.get<double>());
@@ -43,7 +45,8 @@ std::optional<Value> DecodeBound(const arrow::DataType& type, const std::string&
     case arrow::Type::INT64:
     case arrow::Type::TIMESTAMP: {
       if (type.id() == arrow::Type::TIMESTAMP &&
-          static_cast<const arrow::TimestampType&>(type).unit() != arrow::TimeUnit::MICRO) {
+          static_cast<const arrow::TimestampType&>(type).unit() !=
+              arrow::TimeUnit::MICRO) {
         return std::nullopt;
       }
       auto v = format::DecodeInt64(bytes);
@@ -115,13 +118,15 @@ bool KindFits(const arrow::DataType& type, const std::string& kind) {
   }
 }
 
-bool MayMatchOne(const format::DataFile& file, const Filter& f, const arrow::Schema& schema) {
+bool MayMatchOne(const format::DataFile& file, const Filter& f,
+                 const arrow::Schema& schema) {
   const auto field = schema.GetFieldByName(f.column);
   if (!field) return true;
   if (!f.values.empty() && !KindFits(*field->type(), f.kind)) return true;
   const auto id = format::FieldId(*field);
   if (!id) return true;
-  auto count = [](const std::map<int32_t, int64_t>& m, int32_t key) -> std::optional<int64_t> {
+  auto count = [](const std::map<int32_t, int64_t>& m,
+                  int32_t key) -> std::optional<int64_t> {
     auto it = m.find(key);
     if (it == m.end()) return std::nullopt;
     return it->second;
@@ -179,14 +184,19 @@ bool MayMatchOne(const format::DataFile& file, const Filter& f, const arrow::Sch
 
 std::vector<Filter> ParseFilters(const nlohmann::json& request) {
   std::vector<Filter> out;
-  if (!request.is_object() || !request.contains("filters") || !request["filters"].is_array()) {
+  if (!request.is_object() || !request.contains("filters") ||
+      !request["filters"].is_array()) {
     return out;
   }
   static const std::pair<const char*, Filter::Op> kOps[] = {
-      {"eq", Filter::Op::kEq},         {"ne", Filter::Op::kNe},
-      {"lt", Filter::Op::kLt},         {"le", Filter::Op::kLe},
-      {"gt", Filter::Op::kGt},         {"ge", Filter::Op::kGe},
-      {"in", Filter::Op::kIn},         {"is_null", Filter::Op::kIsNull},
+      {"eq", Filter::Op::kEq},
+      {"ne", Filter::Op::kNe},
+      {"lt", Filter::Op::kLt},
+      {"le", Filter::Op::kLe},
+      {"gt", Filter::Op::kGt},
+      {"ge", Filter::Op::kGe},
+      {"in", Filter::Op::kIn},
+      {"is_null", Filter::Op::kIsNull},
       {"is_not_null", Filter::Op::kIsNotNull},
   };
   for (const auto& f : request["filters"]) {
@@ -207,16 +217,22 @@ std::vector<Filter> ParseFilters(const nlohmann::json& request) {
     if (!known) continue;
     bool ok = true;
     if (filter.op == Filter::Op::kIn) {
-      if (!f.contains("values") || !f["values"].is_array() || f["values"].empty()) continue;
+      if (!f.contains("values") || !f["values"].is_array() || f["values"].empty())
+        continue;
       for (const auto& v : f["values"]) {
         auto parsed = ParseValue(v, &filter.kind);
-        if (!parsed) ok = false;
-        else filter.values.push_back(*parsed);
+        if (!parsed)
+          ok = false;
+        else
+          filter.values.push_back(*parsed);
       }
     } else if (filter.op != Filter::Op::kIsNull && filter.op != Filter::Op::kIsNotNull) {
-      auto parsed = f.contains("value") ? ParseValue(f["value"], &filter.kind) : std::nullopt;
-      if (!parsed) ok = false;
-      else filter.values.push_back(*parsed);
+      auto parsed =
+          f.contains("value") ? ParseValue(f["value"], &filter.kind) : std::nullopt;
+      if (!parsed)
+        ok = false;
+      else
+        filter.values.push_back(*parsed);
     }
     if (ok) out.push_back(std::move(filter));
   }

@@ -13,14 +13,16 @@ namespace {
 
 std::shared_ptr<arrow::Field> Field(const std::string& name,
                                     std::shared_ptr<arrow::DataType> type, int id) {
-  return arrow::field(name, std::move(type), true,
-                      arrow::key_value_metadata({"PARQUET:field_id"}, {std::to_string(id)}));
+  return arrow::field(
+      name, std::move(type), true,
+      arrow::key_value_metadata({"PARQUET:field_id"}, {std::to_string(id)}));
 }
 
 std::shared_ptr<arrow::Schema> Schema() {
-  return arrow::schema({Field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "+00:00"), 1),
-                        Field("device", arrow::utf8(), 2), Field("temp", arrow::float64(), 3),
-                        Field("n", arrow::int32(), 4)});
+  return arrow::schema(
+      {Field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "+00:00"), 1),
+       Field("device", arrow::utf8(), 2), Field("temp", arrow::float64(), 3),
+       Field("n", arrow::int32(), 4)});
 }
 
 // A file with time in [100, 200], device in ["b", "d"], temp in [1.5, 2.5],
@@ -28,15 +30,18 @@ std::shared_ptr<arrow::Schema> Schema() {
 format::DataFile File() {
   format::DataFile f;
   f.record_count = 10;
-  f.lower_bounds = {{1, format::EncodeInt64(100)}, {2, "b"}, {3, format::EncodeDouble(1.5)}};
-  f.upper_bounds = {{1, format::EncodeInt64(200)}, {2, "d"}, {3, format::EncodeDouble(2.5)}};
+  f.lower_bounds = {
+      {1, format::EncodeInt64(100)}, {2, "b"}, {3, format::EncodeDouble(1.5)}};
+  f.upper_bounds = {
+      {1, format::EncodeInt64(200)}, {2, "d"}, {3, format::EncodeDouble(2.5)}};
   f.value_counts = {{1, 10}, {2, 10}, {3, 10}, {4, 10}};
   f.null_value_counts = {{1, 0}, {2, 0}, {3, 2}, {4, 10}};
   return f;
 }
 
 bool Match(const std::string& filters_json) {
-  auto filters = ParseFilters(nlohmann::json::parse("{\"filters\": " + filters_json + "}"));
+  auto filters =
+      ParseFilters(nlohmann::json::parse("{\"filters\": " + filters_json + "}"));
   return MayMatch(File(), filters, *Schema());
 }
 
@@ -68,23 +73,31 @@ TEST(Prune, StringsAndInLists) {
   EXPECT_TRUE(Match(in({"a", "c"})));
   EXPECT_FALSE(Match(in({"a", "e", "zz"})));
   EXPECT_TRUE(Match(in({"d"})));
-  EXPECT_FALSE(Match("[{\"column\":\"device\",\"op\":\"eq\",\"value\":{\"type\":\"string\",\"v\":\"a\"}}]"));
+  EXPECT_FALSE(
+      Match("[{\"column\":\"device\",\"op\":\"eq\",\"value\":{\"type\":\"string\",\"v\":"
+            "\"a\"}}]"));
 }
 
 TEST(Prune, NullsAndUnknowns) {
   // n is all null: comparisons cannot match, IS NULL can.
-  EXPECT_FALSE(Match("[{\"column\":\"n\",\"op\":\"eq\",\"value\":{\"type\":\"int\",\"v\":1}}]"));
+  EXPECT_FALSE(
+      Match("[{\"column\":\"n\",\"op\":\"eq\",\"value\":{\"type\":\"int\",\"v\":1}}]"));
   EXPECT_TRUE(Match("[{\"column\":\"n\",\"op\":\"is_null\"}]"));
   EXPECT_FALSE(Match("[{\"column\":\"n\",\"op\":\"is_not_null\"}]"));
   EXPECT_FALSE(Match("[{\"column\":\"time\",\"op\":\"is_null\"}]"));
   // Unknown columns, ops, kinds and malformed conjuncts never prune.
-  EXPECT_TRUE(Match("[{\"column\":\"nope\",\"op\":\"eq\",\"value\":{\"type\":\"int\",\"v\":1}}]"));
-  EXPECT_TRUE(Match("[{\"column\":\"time\",\"op\":\"like\",\"value\":{\"type\":\"int\",\"v\":1}}]"));
-  EXPECT_TRUE(Match("[{\"column\":\"time\",\"op\":\"eq\",\"value\":{\"type\":\"date\",\"v\":1}}]"));
+  EXPECT_TRUE(Match(
+      "[{\"column\":\"nope\",\"op\":\"eq\",\"value\":{\"type\":\"int\",\"v\":1}}]"));
+  EXPECT_TRUE(Match(
+      "[{\"column\":\"time\",\"op\":\"like\",\"value\":{\"type\":\"int\",\"v\":1}}]"));
+  EXPECT_TRUE(Match(
+      "[{\"column\":\"time\",\"op\":\"eq\",\"value\":{\"type\":\"date\",\"v\":1}}]"));
   EXPECT_TRUE(Match("[{\"column\":\"time\"}, 7, \"x\"]"));
   // Float column against an int literal compares numerically.
-  EXPECT_FALSE(Match("[{\"column\":\"temp\",\"op\":\"gt\",\"value\":{\"type\":\"int\",\"v\":3}}]"));
-  EXPECT_TRUE(Match("[{\"column\":\"temp\",\"op\":\"ge\",\"value\":{\"type\":\"float\",\"v\":2.5}}]"));
+  EXPECT_FALSE(Match(
+      "[{\"column\":\"temp\",\"op\":\"gt\",\"value\":{\"type\":\"int\",\"v\":3}}]"));
+  EXPECT_TRUE(Match(
+      "[{\"column\":\"temp\",\"op\":\"ge\",\"value\":{\"type\":\"float\",\"v\":2.5}}]"));
 }
 
 }  // namespace

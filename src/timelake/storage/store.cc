@@ -44,7 +44,8 @@ arrow::Status WithRetry(std::string_view context, Op&& op) {
     if (code == TL_OK) return arrow::Status::OK();
     if (code != TL_STORAGE_RETRYABLE || attempt >= kMaxAttempts) {
       std::string ctx(context);
-      if (code == TL_STORAGE_RETRYABLE) ctx += " (after " + std::to_string(attempt) + " attempts)";
+      if (code == TL_STORAGE_RETRYABLE)
+        ctx += " (after " + std::to_string(attempt) + " attempts)";
       return FromPlatform(code, err, ctx);
     }
     tl_string_free(err);
@@ -97,8 +98,9 @@ arrow::Result<std::shared_ptr<Store>> Store::Open(
       tl_store_open(url_s.c_str(), keys.data(), values.data(), keys.size(), &raw, &err);
   if (code != TL_OK) {
     auto st = FromPlatform(code, err, "opening warehouse " + url_s);
-    return MakeError(code == TL_STORAGE_RETRYABLE ? ErrorKind::kStorage : ErrorKind::kConfig,
-                     st.message(), IsRetryable(st));
+    return MakeError(
+        code == TL_STORAGE_RETRYABLE ? ErrorKind::kStorage : ErrorKind::kConfig,
+        st.message(), IsRetryable(st));
   }
   std::string root = TakeString(tl_store_root_url(raw));
   while (!root.empty() && root.back() == '/') root.pop_back();
@@ -113,7 +115,8 @@ std::string Store::Uri(std::string_view key) const {
 
 arrow::Result<std::string> Store::KeyOf(std::string_view uri) const {
   std::string_view root = root_url_;
-  if (uri.substr(0, root.size()) == root && uri.size() > root.size() && uri[root.size()] == '/') {
+  if (uri.substr(0, root.size()) == root && uri.size() > root.size() &&
+      uri[root.size()] == '/') {
     return std::string(uri.substr(root.size() + 1));
   }
   // file:/abs and /abs spellings of local paths written by other engines.
@@ -125,15 +128,16 @@ arrow::Result<std::string> Store::KeyOf(std::string_view uri) const {
     } else if (path.substr(0, 5) == "file:") {
       path = path.substr(5);
     }
-    if (path.substr(0, local_root.size()) == local_root && path.size() > local_root.size() &&
-        path[local_root.size()] == '/') {
+    if (path.substr(0, local_root.size()) == local_root &&
+        path.size() > local_root.size() && path[local_root.size()] == '/') {
       return std::string(path.substr(local_root.size() + 1));
     }
   }
   if (uri.find("://") == std::string_view::npos && !uri.empty() && uri[0] != '/') {
     return std::string(uri);  // already a key
   }
-  return Invalid("location " + std::string(uri) + " lies outside the warehouse " + root_url_);
+  return Invalid("location " + std::string(uri) + " lies outside the warehouse " +
+                 root_url_);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> Store::Get(std::string_view key) const {
@@ -168,14 +172,16 @@ arrow::Result<uint64_t> Store::Size(std::string_view key) const {
   return size;
 }
 
-arrow::Status Store::Put(std::string_view key, std::string_view data, PutMode mode) const {
+arrow::Status Store::Put(std::string_view key, std::string_view data,
+                         PutMode mode) const {
   const std::string k(key);
   const TlPutMode m = mode == PutMode::kCreate ? TL_PUT_CREATE : TL_PUT_OVERWRITE;
   return WithRetry(
       std::string(mode == PutMode::kCreate ? "put-if-absent of " : "writing ") + Uri(key),
       [&](char** err) {
-        return tl_store_put(store_, k.c_str(), reinterpret_cast<const uint8_t*>(data.data()),
-                            data.size(), m, nullptr, nullptr, err);
+        return tl_store_put(store_, k.c_str(),
+                            reinterpret_cast<const uint8_t*>(data.data()), data.size(), m,
+                            nullptr, nullptr, err);
       });
 }
 

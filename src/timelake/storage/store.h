@@ -57,7 +57,8 @@ class Store {
 
   // Errors: kNotFound when absent, kStorage.
   arrow::Result<std::shared_ptr<arrow::Buffer>> Get(std::string_view key) const;
-  arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(std::string_view key, uint64_t offset,
+  arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(std::string_view key,
+                                                         uint64_t offset,
                                                          uint64_t length) const;
   arrow::Result<uint64_t> Size(std::string_view key) const;
   // kCreate fails with kAlreadyExists when the key exists (put-if-absent).
@@ -70,7 +71,8 @@ class Store {
   TlStore* raw() const { return store_; }
 
  private:
-  Store(TlStore* store, std::string root_url) : store_(store), root_url_(std::move(root_url)) {}
+  Store(TlStore* store, std::string root_url)
+      : store_(store), root_url_(std::move(root_url)) {}
   TlStore* store_;
   std::string root_url_;
 };

@@ -27,18 +27,41 @@ std::string CanonicalKey(const std::string& key) {
 // typo does not silently do nothing.
 const std::set<std::string>& KnownKeys() {
   static const std::set<std::string> keys = {
-      property::kTimeColumn,       property::kSeriesKey,         property::kChunk,
-      property::kChunkAlias,       property::kDedup,             property::kIngestTimeColumn,
-      property::kFormatVersion,    property::kCompressionLevel,  property::kRowGroupRows,
-      property::kDataPageRows,     "timelake.compression-codec", "timelake.target-file-size",
-      "timelake.auto-maintain",    "timelake.compact-min-files", "timelake.compact-cold-after",
-      "timelake.retention",        "timelake.snapshot-retention", "timelake.min-snapshots",
-      "timelake.max-snapshots",    "timelake.keep-snapshots-until", "timelake.read-dedup",
-      "timelake.read-dedup-strategy", "timelake.filter-pushdown", "timelake.in-list-pruning",
-      "timelake.newest-first",     "timelake.time-weighted-mean", "timelake.head-format",
-      "timelake.head-inline-bytes", "timelake.rollups",          "timelake.rollup-routing",
-      "timelake.rollup-refresh-interval", "timelake.rollup-source", "timelake.rollup-bucket",
-      "timelake.rollup-aggregates", "timelake.version-check-interval",
+      property::kTimeColumn,
+      property::kSeriesKey,
+      property::kChunk,
+      property::kChunkAlias,
+      property::kDedup,
+      property::kIngestTimeColumn,
+      property::kFormatVersion,
+      property::kCompressionLevel,
+      property::kRowGroupRows,
+      property::kDataPageRows,
+      "timelake.compression-codec",
+      "timelake.target-file-size",
+      "timelake.auto-maintain",
+      "timelake.compact-min-files",
+      "timelake.compact-cold-after",
+      "timelake.retention",
+      "timelake.snapshot-retention",
+      "timelake.min-snapshots",
+      "timelake.max-snapshots",
+      "timelake.keep-snapshots-until",
+      "timelake.read-dedup",
+      "timelake.read-dedup-strategy",
+      "timelake.filter-pushdown",
+      "timelake.in-list-pruning",
+      "timelake.newest-first",
+      "timelake.time-weighted-mean",
+      "timelake.head-format",
+      "timelake.head-inline-bytes",
+      "timelake.rollups",
+      "timelake.rollup-routing",
+      "timelake.rollup-refresh-interval",
+      "timelake.rollup-source",
+      "timelake.rollup-bucket",
+      "timelake.rollup-aggregates",
+      "timelake.version-check-interval",
   };
   return keys;
 }
@@ -50,8 +73,8 @@ arrow::Result<bool> ParseBool(const std::string& key, const std::string& value) 
   return Invalid("property " + key + " = '" + value + "': expected true or false");
 }
 
-arrow::Result<int64_t> ParseInt(const std::string& key, const std::string& value, int64_t lo,
-                                int64_t hi) {
+arrow::Result<int64_t> ParseInt(const std::string& key, const std::string& value,
+                                int64_t lo, int64_t hi) {
   try {
     size_t used = 0;
     const long long v = std::stoll(value, &used);
@@ -85,7 +108,8 @@ std::string JoinList(const std::vector<std::string>& items) {
   return out;
 }
 
-arrow::Result<Contract> ParseContract(const std::map<std::string, std::string>& properties) {
+arrow::Result<Contract> ParseContract(
+    const std::map<std::string, std::string>& properties) {
   Contract c;
   for (const auto& [raw_key, value] : properties) {
     const std::string key = CanonicalKey(raw_key);

@@ -43,7 +43,8 @@ struct Contract {
 
 // Reads the contract from table properties. Errors: kInvalid naming the
 // property for malformed values.
-arrow::Result<Contract> ParseContract(const std::map<std::string, std::string>& properties);
+arrow::Result<Contract> ParseContract(
+    const std::map<std::string, std::string>& properties);
 
 // The properties of a new table: the contract of `options` plus its extra
 // properties (timelake.* keys among them are validated). Errors: kInvalid.

@@ -37,7 +37,9 @@ struct TableState {
 };
 
 // "ns/table".
-inline std::string TableKey(const TableName& name) { return name.ns() + "/" + name.name(); }
+inline std::string TableKey(const TableName& name) {
+  return name.ns() + "/" + name.name();
+}
 
 // Builds the state of a loaded version (schema conversion, contract parsing,
 // format version check). Errors: kCorrupt, kUnsupported.
@@ -46,12 +48,13 @@ arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     std::string metadata_key, format::TableMetadata metadata);
 
 // Tables of `ns` (all namespaces when empty), sorted; namespaces with tables.
-arrow::Result<std::vector<TableName>> ListTablesOf(const LakeState& lake, std::string_view ns);
+arrow::Result<std::vector<TableName>> ListTablesOf(const LakeState& lake,
+                                                   std::string_view ns);
 arrow::Result<std::vector<std::string>> ListNamespacesOf(const LakeState& lake);
 
 // Loads the newest version of a table.
-arrow::Result<std::shared_ptr<const TableState>> LoadTableState(std::shared_ptr<LakeState> lake,
-                                                                const TableName& name);
+arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
+    std::shared_ptr<LakeState> lake, const TableName& name);
 
 }  // namespace timelake::internal
 

@@ -41,8 +41,8 @@ arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     const auto theirs = ParseSemver(it->second);
     const auto ours = ParseSemver(std::string(kFormatVersion));
     if (theirs[0] > ours[0]) {
-      return Unsupported("table " + name.ToString() + " has Timelake format " + it->second +
-                         ", newer than " + std::string(kFormatVersion) +
+      return Unsupported("table " + name.ToString() + " has Timelake format " +
+                         it->second + ", newer than " + std::string(kFormatVersion) +
                          " which this build reads: upgrade Timelake");
     }
   }
@@ -52,19 +52,21 @@ arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
   state->version = version;
   state->metadata_key = std::move(metadata_key);
   auto schema = format::IcebergToArrow(metadata.CurrentSchema());
-  if (!schema.ok()) return WithContext(schema.status(), "loading table " + name.ToString());
+  if (!schema.ok())
+    return WithContext(schema.status(), "loading table " + name.ToString());
   state->schema = *schema;
   auto contract = ParseContract(metadata.properties);
-  if (!contract.ok()) return WithContext(contract.status(), "loading table " + name.ToString());
+  if (!contract.ok())
+    return WithContext(contract.status(), "loading table " + name.ToString());
   state->contract = *contract;
   state->metadata = std::move(metadata);
   return std::shared_ptr<const TableState>(std::move(state));
 }
 
-arrow::Result<std::shared_ptr<const TableState>> LoadTableState(std::shared_ptr<LakeState> lake,
-                                                                const TableName& name) {
-  TIMELAKE_ASSIGN_OR_RAISE(auto loaded,
-                           commit::LoadLatest(*lake->store, TableKey(name), name.ToString()));
+arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
+    std::shared_ptr<LakeState> lake, const TableName& name) {
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto loaded, commit::LoadLatest(*lake->store, TableKey(name), name.ToString()));
   return MakeTableState(std::move(lake), name, loaded.version.number, loaded.version.key,
                         std::move(loaded.metadata));
 }
@@ -83,7 +85,8 @@ const std::string& Lake::url() const { return state_->store->root_url(); }
 
 namespace internal {
 
-arrow::Result<std::vector<TableName>> ListTablesOf(const LakeState& lake, std::string_view ns) {
+arrow::Result<std::vector<TableName>> ListTablesOf(const LakeState& lake,
+                                                   std::string_view ns) {
   const auto& store = *lake.store;
   std::vector<std::string> namespaces;
   if (ns.empty()) {
@@ -130,7 +133,8 @@ arrow::Result<std::vector<std::string>> Lake::ListNamespaces() const {
   return internal::ListNamespacesOf(*state_);
 }
 
-arrow::Result<Table> Lake::CreateTable(std::string_view name_text, const arrow::Schema& schema,
+arrow::Result<Table> Lake::CreateTable(std::string_view name_text,
+                                       const arrow::Schema& schema,
                                        const TableOptions& options) const {
   TIMELAKE_ASSIGN_OR_RAISE(auto name, TableName::Parse(name_text));
   const std::string context = "creating table " + name.ToString();
@@ -145,7 +149,8 @@ arrow::Result<Table> Lake::CreateTable(std::string_view name_text, const arrow::
   if (!iceberg_schema.ok()) return WithContext(iceberg_schema.status(), context);
 
   const std::string table_key = internal::TableKey(name);
-  TIMELAKE_ASSIGN_OR_RAISE(auto existing, commit::FindLatestVersion(*state_->store, table_key));
+  TIMELAKE_ASSIGN_OR_RAISE(auto existing,
+                           commit::FindLatestVersion(*state_->store, table_key));
   if (existing) {
     return AlreadyExists(context + ": table already exists at " +
                          state_->store->Uri(table_key));
@@ -172,9 +177,10 @@ arrow::Result<Table> Lake::CreateTable(std::string_view name_text, const arrow::
       return 0;
     };
     const int time_id = field_id(*options.time_column);
-    spec.fields.push_back({time_id, 1000,
-                           *options.time_column + "_" + std::string(ChunkName(options.chunk)),
-                           std::string(ChunkName(options.chunk))});
+    spec.fields.push_back(
+        {time_id, 1000,
+         *options.time_column + "_" + std::string(ChunkName(options.chunk)),
+         std::string(ChunkName(options.chunk))});
     m.last_partition_id = 1000;
     for (const auto& k : options.series_key) {
       sort_fields.push_back({{"source-id", field_id(k)},
@@ -190,10 +196,12 @@ arrow::Result<Table> Lake::CreateTable(std::string_view name_text, const arrow::
   m.specs.push_back(spec);
   m.default_spec_id = 0;
   if (sort_fields.empty()) {
-    m.doc["sort-orders"] = nlohmann::json::array({{{"order-id", 0}, {"fields", nlohmann::json::array()}}});
+    m.doc["sort-orders"] =
+        nlohmann::json::array({{{"order-id", 0}, {"fields", nlohmann::json::array()}}});
     m.doc["default-sort-order-id"] = 0;
   } else {
-    m.doc["sort-orders"] = nlohmann::json::array({{{"order-id", 1}, {"fields", sort_fields}}});
+    m.doc["sort-orders"] =
+        nlohmann::json::array({{{"order-id", 1}, {"fields", sort_fields}}});
     m.doc["default-sort-order-id"] = 1;
   }
   m.properties = *props;
@@ -204,11 +212,12 @@ arrow::Result<Table> Lake::CreateTable(std::string_view name_text, const arrow::
   }
   commit::WriteVersionHintAsync(state_->store, table_key, 1);
   // Re-parse what was written so the handle is exactly the stored version.
-  TIMELAKE_ASSIGN_OR_RAISE(auto stored, format::TableMetadata::Parse(m.Serialize(), context));
-  TIMELAKE_ASSIGN_OR_RAISE(auto table_state,
-                           internal::MakeTableState(state_, name, 1,
-                                                    commit::VersionKey(table_key, 1),
-                                                    std::move(stored)));
+  TIMELAKE_ASSIGN_OR_RAISE(auto stored,
+                           format::TableMetadata::Parse(m.Serialize(), context));
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto table_state,
+      internal::MakeTableState(state_, name, 1, commit::VersionKey(table_key, 1),
+                               std::move(stored)));
   return Table(std::move(table_state));
 }
 
@@ -221,18 +230,20 @@ arrow::Result<Table> Lake::LoadTable(std::string_view name_text) const {
 arrow::Status Lake::DropTable(std::string_view name_text) const {
   TIMELAKE_ASSIGN_OR_RAISE(auto name, TableName::Parse(name_text));
   const std::string table_key = internal::TableKey(name);
-  TIMELAKE_ASSIGN_OR_RAISE(auto latest, commit::FindLatestVersion(*state_->store, table_key));
+  TIMELAKE_ASSIGN_OR_RAISE(auto latest,
+                           commit::FindLatestVersion(*state_->store, table_key));
   if (!latest) return NotFound("dropping table " + name.ToString() + ": table not found");
   commit::WaitForBackgroundWrites();
   // Metadata first, so that a crash part-way leaves no half-table behind,
   // only unreferenced data files.
-  TIMELAKE_ASSIGN_OR_RAISE(auto metadata,
-                           state_->store->List(commit::MetadataPrefix(table_key) + "/", false));
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto metadata, state_->store->List(commit::MetadataPrefix(table_key) + "/", false));
   for (const auto& obj : metadata.objects) {
     TIMELAKE_RETURN_NOT_OK(state_->store->Delete(obj.key));
   }
   TIMELAKE_ASSIGN_OR_RAISE(auto all, state_->store->List(table_key + "/", false));
-  for (const auto& obj : all.objects) TIMELAKE_RETURN_NOT_OK(state_->store->Delete(obj.key));
+  for (const auto& obj : all.objects)
+    TIMELAKE_RETURN_NOT_OK(state_->store->Delete(obj.key));
   return arrow::Status::OK();
 }
 

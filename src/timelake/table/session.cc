@@ -92,17 +92,20 @@ arrow::Result<std::string> Session::ExplainAnalyze(std::string_view sql) {
   return plan;
 }
 
-arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(std::string_view table_name) {
+arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(
+    std::string_view table_name) {
   TIMELAKE_ASSIGN_OR_RAISE(auto name, TableName::Parse(table_name));
   TIMELAKE_ASSIGN_OR_RAISE(auto state, internal::LoadTableState(state_->lake, name));
   const auto& contract = state->contract;
   if (!contract.time_column) {
-    return Invalid("latest of " + name.ToString() + ": not a time-series table (no time column)");
+    return Invalid("latest of " + name.ToString() +
+                   ": not a time-series table (no time column)");
   }
   // The scan fallback: newest row per series by the tie rule's first two
   // keys (time, then insertion time).
   std::string order = Quote(*contract.time_column) + " DESC";
-  if (!contract.ingest_column.empty()) order += ", " + Quote(contract.ingest_column) + " DESC";
+  if (!contract.ingest_column.empty())
+    order += ", " + Quote(contract.ingest_column) + " DESC";
   const std::string from = Quote(name.ns()) + "." + Quote(name.name());
   std::string sql;
   if (contract.series_key.empty()) {
@@ -114,8 +117,8 @@ arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(std::string_view ta
       series_order += (series_order.empty() ? "" : ", ") + Quote(k);
     }
     sql = "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY " + partition +
-          " ORDER BY " + order + ") AS " + kRowNumberColumn + " FROM " + from + ") WHERE " +
-          kRowNumberColumn + " = 1 ORDER BY " + series_order;
+          " ORDER BY " + order + ") AS " + kRowNumberColumn + " FROM " + from +
+          ") WHERE " + kRowNumberColumn + " = 1 ORDER BY " + series_order;
   }
   auto result = Sql(sql);
   if (!result.ok()) return WithContext(result.status(), "latest of " + name.ToString());

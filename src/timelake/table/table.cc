@@ -49,7 +49,8 @@ write::Layout LayoutOf(const internal::TableState& t) {
   return layout;
 }
 
-std::vector<format::PartitionFieldType> PartitionTypeOf(const format::PartitionSpec& spec) {
+std::vector<format::PartitionFieldType> PartitionTypeOf(
+    const format::PartitionSpec& spec) {
   std::vector<format::PartitionFieldType> out;
   for (const auto& f : spec.fields) {
     format::PartitionFieldType t;
@@ -57,7 +58,7 @@ std::vector<format::PartitionFieldType> PartitionTypeOf(const format::PartitionS
     t.name = f.name;
     // Iceberg's day transform yields a date; hour and month yield ints.
     t.type = f.transform == "day" ? format::PartitionValueType::kDate
-                                   : format::PartitionValueType::kInt;
+                                  : format::PartitionValueType::kInt;
     out.push_back(t);
   }
   return out;
@@ -91,7 +92,9 @@ std::shared_ptr<arrow::Schema> Table::schema() const { return state_->schema; }
 const std::map<std::string, std::string>& Table::properties() const {
   return state_->metadata.properties;
 }
-std::optional<std::string> Table::time_column() const { return state_->contract.time_column; }
+std::optional<std::string> Table::time_column() const {
+  return state_->contract.time_column;
+}
 std::vector<std::string> Table::series_key() const { return state_->contract.series_key; }
 
 TableInfo Table::Info() const {
@@ -103,7 +106,8 @@ TableInfo Table::Info() const {
   info.snapshot_id = m.current_snapshot_id;
   info.time_column = state_->contract.time_column;
   info.series_key = state_->contract.series_key;
-  info.chunk = state_->contract.time_column ? std::string(ChunkName(state_->contract.chunk)) : "";
+  info.chunk =
+      state_->contract.time_column ? std::string(ChunkName(state_->contract.chunk)) : "";
   info.dedup = state_->contract.dedup;
   if (const auto* s = m.CurrentSnapshot()) {
     info.rows = format::SummaryInt(*s, format::summary::kTotalRecords);
@@ -116,7 +120,8 @@ TableInfo Table::Info() const {
 }
 
 arrow::Result<Table> Table::Refresh() const {
-  TIMELAKE_ASSIGN_OR_RAISE(auto state, internal::LoadTableState(state_->lake, state_->name));
+  TIMELAKE_ASSIGN_OR_RAISE(auto state,
+                           internal::LoadTableState(state_->lake, state_->name));
   return Table(std::move(state));
 }
 
@@ -146,8 +151,8 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   }
 
   const auto now = state_->lake->clock->Now();
-  auto written = write::WriteDataFiles(store, state_->table_key + "/data", LayoutOf(*base),
-                                       batches, now);
+  auto written = write::WriteDataFiles(store, state_->table_key + "/data",
+                                       LayoutOf(*base), batches, now);
   if (!written.ok()) return WithContext(written.status(), context);
   result.input_rows = written->input_rows;
   result.rows = written->rows;
@@ -230,16 +235,18 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
       if (base->metadata.DefaultSpec().spec_id != spec.spec_id ||
           base->metadata.current_schema_id != mopts.schema_id) {
         DeleteQuietly(store, written_keys);
-        return Conflict(context + ": the table's schema or partitioning changed concurrently "
-                        "(version " + std::to_string(base->version) + "); append again");
+        return Conflict(context +
+                        ": the table's schema or partitioning changed concurrently "
+                        "(version " +
+                        std::to_string(base->version) + "); append again");
       }
     }
     const auto& bm = base->metadata;
     const int64_t seq = bm.last_sequence_number + 1;
     std::vector<format::ManifestFile> manifests;
     auto new_manifest = format::SummarizeManifest(
-        store.Uri(manifest_key), static_cast<int64_t>(manifest_bytes->size()), spec.spec_id,
-        snapshot_id, seq, mopts.partition_type, entries);
+        store.Uri(manifest_key), static_cast<int64_t>(manifest_bytes->size()),
+        spec.spec_id, snapshot_id, seq, mopts.partition_type, entries);
     if (!new_manifest.ok()) {
       DeleteQuietly(store, written_keys);
       return WithContext(new_manifest.status(), context);
@@ -249,12 +256,14 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     if (parent) {
       auto list_key = store.KeyOf(parent->manifest_list);
       arrow::Result<std::shared_ptr<arrow::Buffer>> list_bytes =
-          list_key.ok() ? store.Get(*list_key)
-                        : arrow::Result<std::shared_ptr<arrow::Buffer>>(list_key.status());
+          list_key.ok()
+              ? store.Get(*list_key)
+              : arrow::Result<std::shared_ptr<arrow::Buffer>>(list_key.status());
       if (!list_bytes.ok()) {
         DeleteQuietly(store, written_keys);
-        return WithContext(list_bytes.status(), context + ": reading the manifest list of snapshot " +
-                                                    std::to_string(parent->snapshot_id));
+        return WithContext(list_bytes.status(),
+                           context + ": reading the manifest list of snapshot " +
+                               std::to_string(parent->snapshot_id));
       }
       auto parent_manifests = format::ReadManifestList(AsView(**list_bytes));
       if (!parent_manifests.ok()) {
@@ -262,18 +271,20 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
         return WithContext(parent_manifests.status(),
                            context + ": manifest list " + parent->manifest_list);
       }
-      manifests.insert(manifests.end(), parent_manifests->begin(), parent_manifests->end());
+      manifests.insert(manifests.end(), parent_manifests->begin(),
+                       parent_manifests->end());
     }
     auto list_bytes = format::WriteManifestList(
-        snapshot_id, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt, seq,
-        manifests);
+        snapshot_id, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
+        seq, manifests);
     if (!list_bytes.ok()) {
       DeleteQuietly(store, written_keys);
       return WithContext(list_bytes.status(), context);
     }
     const std::string list_key = commit::MetadataPrefix(state_->table_key) + "/snap-" +
-                                 std::to_string(snapshot_id) + "-" + std::to_string(attempt) +
-                                 "-" + internal::NewUuidV7(now) + ".avro";
+                                 std::to_string(snapshot_id) + "-" +
+                                 std::to_string(attempt) + "-" +
+                                 internal::NewUuidV7(now) + ".avro";
     if (auto st = store.Put(list_key, *list_bytes); !st.ok()) {
       DeleteQuietly(store, written_keys);
       return WithContext(st, context);
@@ -284,8 +295,8 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     snap.snapshot_id = snapshot_id;
     if (parent) snap.parent_snapshot_id = parent->snapshot_id;
     snap.sequence_number = seq;
-    snap.timestamp_ms = std::max(internal::ToMillis(state_->lake->clock->Now()),
-                                 bm.last_updated_ms);
+    snap.timestamp_ms =
+        std::max(internal::ToMillis(state_->lake->clock->Now()), bm.last_updated_ms);
     snap.manifest_list = store.Uri(list_key);
     snap.schema_id = bm.current_schema_id;
     auto total = [&](const char* key) {
@@ -315,14 +326,15 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
       // The put may or may not have landed; the files stay so that a landed
       // commit is never left pointing at deleted data.
       return WithContext(won.status(), context + ": committing version " +
-                                            std::to_string(base->version + 1));
+                                           std::to_string(base->version + 1));
     }
     if (*won) {
       result.commit.commit_duration = Since(commit_start);
       result.snapshot_id = snapshot_id;
       result.sequence_number = seq;
       result.version = base->version + 1;
-      commit::WriteVersionHintAsync(state_->lake->store, state_->table_key, result.version);
+      commit::WriteVersionHintAsync(state_->lake->store, state_->table_key,
+                                    result.version);
       TIMELAKE_ASSIGN_OR_RAISE(auto stored,
                                format::TableMetadata::Parse(next.Serialize(), context));
       TIMELAKE_ASSIGN_OR_RAISE(
@@ -337,7 +349,8 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     ++result.commit.conflicts_rebased;
     if (attempt >= max_attempts) {
       DeleteQuietly(store, written_keys);
-      return Conflict(context + ": commit conflict: gave up after " + std::to_string(attempt) +
+      return Conflict(context + ": commit conflict: gave up after " +
+                      std::to_string(attempt) +
                       " commit attempts, other writers kept winning (last seen version " +
                       std::to_string(base->version) + ")");
     }

@@ -73,7 +73,8 @@ arrow::Result<Chunk> ParseChunk(std::string_view text) {
   if (text == "hour") return Chunk::kHour;
   if (text == "day") return Chunk::kDay;
   if (text == "month") return Chunk::kMonth;
-  return Invalid("invalid chunk '" + std::string(text) + "': expected hour, day or month");
+  return Invalid("invalid chunk '" + std::string(text) +
+                 "': expected hour, day or month");
 }
 
 }  // namespace timelake

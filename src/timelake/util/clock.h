@@ -13,7 +13,8 @@
 
 namespace timelake::internal {
 
-using TimePoint = std::chrono::time_point<std::chrono::system_clock, std::chrono::microseconds>;
+using TimePoint =
+    std::chrono::time_point<std::chrono::system_clock, std::chrono::microseconds>;
 
 class Clock {
  public:
@@ -31,7 +32,9 @@ class SystemClock final : public Clock {
 class FakeClock final : public Clock {
  public:
   explicit FakeClock(TimePoint start) : now_us_(start.time_since_epoch().count()) {}
-  TimePoint Now() const override { return TimePoint(std::chrono::microseconds(now_us_.load())); }
+  TimePoint Now() const override {
+    return TimePoint(std::chrono::microseconds(now_us_.load()));
+  }
   void Advance(std::chrono::microseconds d) { now_us_ += d.count(); }
   void Set(TimePoint t) { now_us_ = t.time_since_epoch().count(); }
 

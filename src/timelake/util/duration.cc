@@ -56,7 +56,8 @@ arrow::Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     }
     int64_t value = 0;
     while (i < n && std::isdigit(static_cast<unsigned char>(text[i]))) {
-      if (value > (std::numeric_limits<int64_t>::max() - 9) / 10) return Bad(text, "too large");
+      if (value > (std::numeric_limits<int64_t>::max() - 9) / 10)
+        return Bad(text, "too large");
       value = value * 10 + (text[i] - '0');
       ++i;
     }
@@ -64,7 +65,8 @@ arrow::Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     size_t start = i;
     while (i < n && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string unit(text.substr(start, i - start));
-    for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (auto& c : unit)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (unit.empty()) return Bad(text, "missing unit");
     const Unit* found = nullptr;
     for (const auto& u : kUnits) {

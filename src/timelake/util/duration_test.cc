@@ -23,7 +23,8 @@ TEST(Duration, ParsesShortAndSpelledOutUnits) {
 }
 
 TEST(Duration, RejectsBadText) {
-  for (const char* bad : {"", "  ", "d", "10", "10 parsecs", "-5s", "1h x", "99999999999999999999d"}) {
+  for (const char* bad :
+       {"", "  ", "d", "10", "10 parsecs", "-5s", "1h x", "99999999999999999999d"}) {
     auto r = ParseDuration(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(KindOf(r.status()), ErrorKind::kInvalid) << bad;

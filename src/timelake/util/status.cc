@@ -67,7 +67,8 @@ arrow::Status MakeError(ErrorKind kind, std::string message, bool retryable) {
 }
 
 ErrorKind KindOf(const arrow::Status& status) {
-  if (auto detail = status.detail(); detail && detail->type_id() == std::string_view(kTypeId)) {
+  if (auto detail = status.detail();
+      detail && detail->type_id() == std::string_view(kTypeId)) {
     return static_cast<const ErrorDetail&>(*detail).kind();
   }
   switch (status.code()) {
@@ -89,7 +90,8 @@ ErrorKind KindOf(const arrow::Status& status) {
 }
 
 bool IsRetryable(const arrow::Status& status) {
-  if (auto detail = status.detail(); detail && detail->type_id() == std::string_view(kTypeId)) {
+  if (auto detail = status.detail();
+      detail && detail->type_id() == std::string_view(kTypeId)) {
     return static_cast<const ErrorDetail&>(*detail).retryable();
   }
   return false;

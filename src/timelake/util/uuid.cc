@@ -39,7 +39,8 @@ std::string NewUuidV7(TimePoint now) {
   const uint64_t ms = static_cast<uint64_t>(ToMillis(now));
   for (int i = 0; i < 6; ++i) b[i] = static_cast<uint8_t>(ms >> (40 - 8 * i));
   const uint64_t r1 = RandomU64(), r2 = RandomU64();
-  for (int i = 6; i < 16; ++i) b[i] = static_cast<uint8_t>((i < 8 ? r1 : r2) >> (8 * (i % 8)));
+  for (int i = 6; i < 16; ++i)
+    b[i] = static_cast<uint8_t>((i < 8 ? r1 : r2) >> (8 * (i % 8)));
   b[6] = static_cast<uint8_t>(0x70 | (b[6] & 0x0f));
   b[8] = static_cast<uint8_t>(0x80 | (b[8] & 0x3f));
   return Format(b);
@@ -48,7 +49,8 @@ std::string NewUuidV7(TimePoint now) {
 std::string NewUuidV4() {
   std::array<uint8_t, 16> b{};
   const uint64_t r1 = RandomU64(), r2 = RandomU64();
-  for (int i = 0; i < 16; ++i) b[i] = static_cast<uint8_t>((i < 8 ? r1 : r2) >> (8 * (i % 8)));
+  for (int i = 0; i < 16; ++i)
+    b[i] = static_cast<uint8_t>((i < 8 ? r1 : r2) >> (8 * (i % 8)));
   b[6] = static_cast<uint8_t>(0x40 | (b[6] & 0x0f));
   b[8] = static_cast<uint8_t>(0x80 | (b[8] & 0x3f));
   return Format(b);

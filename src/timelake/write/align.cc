@@ -20,8 +20,9 @@ arrow::Result<std::shared_ptr<arrow::DataType>> StoredType(
   switch (type->id()) {
     case arrow::Type::TIMESTAMP: {
       const auto& ts = static_cast<const arrow::TimestampType&>(*type);
-      return ts.timezone().empty() ? arrow::timestamp(arrow::TimeUnit::MICRO)
-                                   : arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone);
+      return ts.timezone().empty()
+                 ? arrow::timestamp(arrow::TimeUnit::MICRO)
+                 : arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone);
     }
     case arrow::Type::INT8:
     case arrow::Type::INT16:
@@ -31,7 +32,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> StoredType(
     case arrow::Type::UINT32:
       return arrow::int64();
     case arrow::Type::DICTIONARY:
-      return StoredType(static_cast<const arrow::DictionaryType&>(*type).value_type(), column);
+      return StoredType(static_cast<const arrow::DictionaryType&>(*type).value_type(),
+                        column);
     case arrow::Type::LARGE_STRING:
     case arrow::Type::STRING_VIEW:
       return arrow::utf8();
@@ -78,7 +80,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NormalizeSchema(
       if (type->id() == arrow::Type::STRING || type->id() == arrow::Type::DATE32) {
         type = arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone);
       } else if (type->id() != arrow::Type::TIMESTAMP) {
-        return Invalid("time column '" + *time_column + "' has type " + f->type()->ToString() +
+        return Invalid("time column '" + *time_column + "' has type " +
+                       f->type()->ToString() +
                        ": it must be a timestamp (or text/date convertible to one)");
       } else {
         type = arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone);
@@ -95,7 +98,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NormalizeSchema(
     return Invalid("time column '" + *time_column + "' is not in the schema");
   }
   for (const auto& k : series_key) {
-    if (!names.count(k)) return Invalid("series key column '" + k + "' is not in the schema");
+    if (!names.count(k))
+      return Invalid("series key column '" + k + "' is not in the schema");
     if (time_column && k == *time_column) {
       return Invalid("series key column '" + k + "' is the time column");
     }
@@ -104,9 +108,9 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NormalizeSchema(
     return Invalid("a series key needs a time column");
   }
   if (time_column) {
-    fields.push_back(arrow::field(ingest_column,
-                                  arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone),
-                                  /*nullable=*/false));
+    fields.push_back(arrow::field(
+        ingest_column, arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone),
+        /*nullable=*/false));
   }
   return arrow::schema(fields);
 }
@@ -123,16 +127,17 @@ arrow::Result<std::shared_ptr<arrow::Array>> CastColumn(
   arrow::compute::CastOptions options = arrow::compute::CastOptions::Safe(target.type());
   auto cast = arrow::compute::Cast(*array, target.type(), options);
   if (!cast.ok()) {
-    return Invalid("column '" + target.name() + "': cannot store " + array->type()->ToString() +
-                   " as " + target.type()->ToString() + " (" + cast.status().message() + ")");
+    return Invalid("column '" + target.name() + "': cannot store " +
+                   array->type()->ToString() + " as " + target.type()->ToString() + " (" +
+                   cast.status().message() + ")");
   }
   return *cast;
 }
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> AlignBatch(const arrow::RecordBatch& batch,
-                                                              const arrow::Schema& table_schema) {
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> AlignBatch(
+    const arrow::RecordBatch& batch, const arrow::Schema& table_schema) {
   for (const auto& f : batch.schema()->fields()) {
     if (table_schema.GetFieldIndex(f->name()) < 0) {
       return Invalid("column '" + f->name() +
@@ -150,7 +155,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> AlignBatch(const arrow::Recor
       if (!target->nullable() && target->name() != write::kIngestColumn) {
         return Invalid("column '" + target->name() + "' is missing and may not be null");
       }
-      TIMELAKE_ASSIGN_OR_RAISE(column, arrow::MakeArrayOfNull(target->type(), batch.num_rows()));
+      TIMELAKE_ASSIGN_OR_RAISE(column,
+                               arrow::MakeArrayOfNull(target->type(), batch.num_rows()));
     } else {
       TIMELAKE_ASSIGN_OR_RAISE(column, CastColumn(batch.column(i), *target));
       if (!target->nullable() && column->null_count() > 0 &&

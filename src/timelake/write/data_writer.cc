@@ -31,7 +31,9 @@ namespace {
 constexpr char kPartitionKey[] = "__timelake_partition";
 constexpr char kRowKey[] = "__timelake_row";
 
-int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t FloorDiv(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
 
 // Howard Hinnant's civil_from_days: days since 1970-01-01 to (y, m, d).
 void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
@@ -85,7 +87,8 @@ arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table) {
     const auto& column = table.column(i);
     out.value_counts[*id] = column->length();
     out.null_value_counts[*id] = column->null_count();
-    if (field->type()->num_fields() > 0 || column->null_count() == column->length()) continue;
+    if (field->type()->num_fields() > 0 || column->null_count() == column->length())
+      continue;
     auto minmax = cp::MinMax(column);
     if (!minmax.ok()) continue;  // bounds are optional; types without min/max get none
     const auto& s = minmax->scalar_as<arrow::StructScalar>();
@@ -100,9 +103,9 @@ arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table) {
   return out;
 }
 
-arrow::Result<WrittenFile> WriteOneFile(const storage::Store& store, const std::string& key,
-                                        const arrow::Table& table, const Layout& layout,
-                                        const std::vector<parquet::SortingColumn>& sorting) {
+arrow::Result<WrittenFile> WriteOneFile(
+    const storage::Store& store, const std::string& key, const arrow::Table& table,
+    const Layout& layout, const std::vector<parquet::SortingColumn>& sorting) {
   parquet::WriterProperties::Builder builder;
   builder.compression(parquet::Compression::ZSTD)
       ->compression_level(layout.compression_level)
@@ -115,10 +118,9 @@ arrow::Result<WrittenFile> WriteOneFile(const storage::Store& store, const std::
   auto props = builder.build();
   auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
   TIMELAKE_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  TIMELAKE_ASSIGN_OR_RAISE(auto writer,
-                           parquet::arrow::FileWriter::Open(*table.schema(),
-                                                            arrow::default_memory_pool(), sink,
-                                                            props, arrow_props));
+  TIMELAKE_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(
+                                            *table.schema(), arrow::default_memory_pool(),
+                                            sink, props, arrow_props));
   TIMELAKE_RETURN_NOT_OK(writer->WriteTable(table, layout.row_group_rows));
   TIMELAKE_RETURN_NOT_OK(writer->Close());
   TIMELAKE_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
@@ -144,9 +146,9 @@ arrow::Result<WrittenFile> WriteOneFile(const storage::Store& store, const std::
       }
     }
   }
-  TIMELAKE_RETURN_NOT_OK(store.Put(key, std::string_view(reinterpret_cast<const char*>(
-                                                             buffer->data()),
-                                                         static_cast<size_t>(buffer->size()))));
+  TIMELAKE_RETURN_NOT_OK(
+      store.Put(key, std::string_view(reinterpret_cast<const char*>(buffer->data()),
+                                      static_cast<size_t>(buffer->size()))));
   return file;
 }
 
@@ -176,12 +178,14 @@ std::string PartitionLabel(int32_t value, Chunk chunk) {
   switch (chunk) {
     case Chunk::kHour:
       CivilFromDays(FloorDiv(value, 24), &y, &m, &d);
-      std::snprintf(buf, sizeof(buf), "%04lld-%02u-%02u-%02lld", static_cast<long long>(y), m, d,
+      std::snprintf(buf, sizeof(buf), "%04lld-%02u-%02u-%02lld",
+                    static_cast<long long>(y), m, d,
                     static_cast<long long>(value - FloorDiv(value, 24) * 24));
       break;
     case Chunk::kDay:
       CivilFromDays(value, &y, &m, &d);
-      std::snprintf(buf, sizeof(buf), "%04lld-%02u-%02u", static_cast<long long>(y), m, d);
+      std::snprintf(buf, sizeof(buf), "%04lld-%02u-%02u", static_cast<long long>(y), m,
+                    d);
       break;
     case Chunk::kMonth:
       std::snprintf(buf, sizeof(buf), "%04lld-%02lld",
@@ -194,21 +198,24 @@ std::string PartitionLabel(int32_t value, Chunk chunk) {
 
 arrow::Result<WriteOutput> WriteDataFiles(
     const storage::Store& store, const std::string& data_prefix, const Layout& layout,
-    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, internal::TimePoint now) {
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    internal::TimePoint now) {
   WriteOutput out;
   std::vector<std::shared_ptr<arrow::RecordBatch>> aligned;
   for (size_t i = 0; i < batches.size(); ++i) {
     if (!batches[i]) return Invalid("batch " + std::to_string(i) + " is null");
     auto a = AlignBatch(*batches[i], *layout.schema);
     if (!a.ok()) {
-      return WithContext(a.status(), batches.size() > 1 ? "batch " + std::to_string(i) : "batch");
+      return WithContext(a.status(),
+                         batches.size() > 1 ? "batch " + std::to_string(i) : "batch");
     }
     out.input_rows += (*a)->num_rows();
     if ((*a)->num_rows() > 0) aligned.push_back(std::move(*a));
   }
   if (out.input_rows == 0) return out;
 
-  TIMELAKE_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(layout.schema, aligned));
+  TIMELAKE_ASSIGN_OR_RAISE(auto table,
+                           arrow::Table::FromRecordBatches(layout.schema, aligned));
   TIMELAKE_ASSIGN_OR_RAISE(table, table->CombineChunks());
   const int64_t n = table->num_rows();
 
@@ -218,11 +225,12 @@ arrow::Result<WriteOutput> WriteDataFiles(
     auto column = table->column(idx);
     if (column->null_count() > 0) {
       auto type = layout.schema->field(idx)->type();
-      auto stamp = std::make_shared<arrow::TimestampScalar>(internal::ToMicros(now), type);
-      TIMELAKE_ASSIGN_OR_RAISE(auto filled,
-                               cp::CallFunction("coalesce", {column, arrow::Datum(stamp)}));
+      auto stamp =
+          std::make_shared<arrow::TimestampScalar>(internal::ToMicros(now), type);
       TIMELAKE_ASSIGN_OR_RAISE(
-          table, table->SetColumn(idx, layout.schema->field(idx), filled.chunked_array()));
+          auto filled, cp::CallFunction("coalesce", {column, arrow::Datum(stamp)}));
+      TIMELAKE_ASSIGN_OR_RAISE(table, table->SetColumn(idx, layout.schema->field(idx),
+                                                       filled.chunked_array()));
     }
   }
 
@@ -230,7 +238,8 @@ arrow::Result<WriteOutput> WriteDataFiles(
   std::shared_ptr<arrow::Int32Array> partitions;
   if (layout.time_column) {
     const int idx = table->schema()->GetFieldIndex(*layout.time_column);
-    auto times = std::static_pointer_cast<arrow::TimestampArray>(table->column(idx)->chunk(0));
+    auto times =
+        std::static_pointer_cast<arrow::TimestampArray>(table->column(idx)->chunk(0));
     arrow::Int32Builder builder;
     TIMELAKE_RETURN_NOT_OK(builder.Reserve(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -270,7 +279,8 @@ arrow::Result<WriteOutput> WriteDataFiles(
     keys.push_back(key(kRowKey));
     cp::SortOptions options(keys);
     TIMELAKE_ASSIGN_OR_RAISE(auto indices, cp::SortIndices(arrow::Datum(keyed), options));
-    TIMELAKE_ASSIGN_OR_RAISE(auto sorted, cp::Take(arrow::Datum(keyed), arrow::Datum(indices)));
+    TIMELAKE_ASSIGN_OR_RAISE(auto sorted,
+                             cp::Take(arrow::Datum(keyed), arrow::Datum(indices)));
     keyed = sorted.table();
     TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->CombineChunks());
 
@@ -328,17 +338,19 @@ arrow::Result<WriteOutput> WriteDataFiles(
   // Partitions are written in parallel, a few at a time.
   std::vector<arrow::Result<WrittenFile>> results(slices.size(),
                                                   arrow::Status::UnknownError("not run"));
-  const size_t workers =
-      std::max<size_t>(1, std::min<size_t>(slices.size(), std::thread::hardware_concurrency()));
+  const size_t workers = std::max<size_t>(
+      1, std::min<size_t>(slices.size(), std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < slices.size(); i = next++) {
       const auto& s = slices[i];
       std::string dir = data_prefix;
-      if (s.partition) dir += "/" + layout.partition_field_name + "=" +
-                              PartitionLabel(*s.partition, layout.chunk);
+      if (s.partition)
+        dir += "/" + layout.partition_field_name + "=" +
+               PartitionLabel(*s.partition, layout.chunk);
       const std::string key = dir + "/" + internal::NewUuidV7(now) + ".parquet";
-      results[i] = WriteOneFile(store, key, *table->Slice(s.offset, s.length), layout, sorting);
+      results[i] =
+          WriteOneFile(store, key, *table->Slice(s.offset, s.length), layout, sorting);
       if (results[i].ok()) results[i]->partition = s.partition;
     }
   };

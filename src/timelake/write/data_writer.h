@@ -65,7 +65,8 @@ std::string PartitionLabel(int32_t value, Chunk chunk);
 // is written), kStorage.
 arrow::Result<WriteOutput> WriteDataFiles(
     const storage::Store& store, const std::string& data_prefix, const Layout& layout,
-    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, internal::TimePoint now);
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    internal::TimePoint now);
 
 }  // namespace timelake::write
 
