@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "timelake/testing/matchers.h"
 #include "timelake/timelake.h"
 
 namespace timelake {
@@ -23,17 +24,6 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kDayUs = 86400LL * 1000000;
 constexpr int64_t kT0 = 1767225600LL * 1000000;  // 2026-01-01T00:00:00Z
-
-#define ASSERT_OK(expr)                                       \
-  do {                                                        \
-    auto _st = (expr);                                        \
-    ASSERT_TRUE(_st.ok()) << #expr << ": " << _st.ToString(); \
-  } while (0)
-
-#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                                \
-  auto lhs##_result = (rexpr);                                                          \
-  ASSERT_TRUE(lhs##_result.ok()) << #rexpr << ": " << lhs##_result.status().ToString(); \
-  auto lhs = std::move(*lhs##_result)
 
 class EndToEnd : public ::testing::Test {
  protected:
@@ -103,8 +93,9 @@ double ScalarDouble(const std::shared_ptr<arrow::Table>& t, int col, int64_t row
 }
 
 TEST_F(EndToEnd, CreateAppendQuery) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("iot.readings", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto table,
+                          lake.CreateTable("iot.readings", *Schema(), TsOptions()));
   EXPECT_EQ(table.version(), 1);
   EXPECT_FALSE(table.current_snapshot_id().has_value());
   // The stored schema is normalised: time NOT NULL UTC microseconds, plus _ingest_ts.
@@ -115,7 +106,7 @@ TEST_F(EndToEnd, CreateAppendQuery) {
   // Two days, two devices, unsorted input.
   auto batch = Batch({kT0 + kDayUs + 5, kT0 + 10, kT0 + 5, kT0 + kDayUs}, {2, 1, 2, 1},
                      {4.0, 2.0, 3.0, 1.0});
-  ASSERT_OK_AND_ASSIGN(appended, table.Append({batch}));
+  TL_ASSERT_OK_AND_ASSIGN(auto appended, table.Append({batch}));
   auto& [t2, result] = appended;
   EXPECT_EQ(result.rows, 4);
   EXPECT_EQ(result.files, 2);  // one per day
@@ -139,34 +130,35 @@ TEST_F(EndToEnd, CreateAppendQuery) {
   EXPECT_EQ(avro, 2);  // one manifest, one manifest list
 
   Session session(lake);
-  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT count(*), sum(temp) FROM iot.readings"));
+  TL_ASSERT_OK_AND_ASSIGN(auto rows,
+                          session.Sql("SELECT count(*), sum(temp) FROM iot.readings"));
   EXPECT_EQ(ScalarInt(rows, 0), 4);
   EXPECT_DOUBLE_EQ(ScalarDouble(rows, 1), 10.0);
 
-  ASSERT_OK_AND_ASSIGN(
-      one,
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto one,
       session.Sql("SELECT temp FROM iot.readings WHERE device_id = 2 ORDER BY time"));
   ASSERT_EQ(one->num_rows(), 2);
   EXPECT_DOUBLE_EQ(ScalarDouble(one, 0, 0), 3.0);
   EXPECT_DOUBLE_EQ(ScalarDouble(one, 0, 1), 4.0);
 
   // A second append is visible to the same session at once.
-  ASSERT_OK_AND_ASSIGN(appended2, t2.Append({Batch({kT0 + 20}, {1}, {7.0})}));
+  TL_ASSERT_OK_AND_ASSIGN(auto appended2, t2.Append({Batch({kT0 + 20}, {1}, {7.0})}));
   EXPECT_EQ(appended2.second.version, 3);
-  ASSERT_OK_AND_ASSIGN(rows2, session.Sql("SELECT count(*) FROM iot.readings"));
+  TL_ASSERT_OK_AND_ASSIGN(auto rows2, session.Sql("SELECT count(*) FROM iot.readings"));
   EXPECT_EQ(ScalarInt(rows2, 0), 5);
 
   // SHOW TABLES and information_schema see the table.
-  ASSERT_OK_AND_ASSIGN(tables,
-                       session.Sql("SELECT table_schema, table_name FROM "
-                                   "information_schema.tables WHERE table_catalog = "
-                                   "'timelake' AND table_schema = 'iot'"));
+  TL_ASSERT_OK_AND_ASSIGN(auto tables,
+                          session.Sql("SELECT table_schema, table_name FROM "
+                                      "information_schema.tables WHERE table_catalog = "
+                                      "'timelake' AND table_schema = 'iot'"));
   EXPECT_EQ(tables->num_rows(), 1);
 }
 
 TEST_F(EndToEnd, FilesAreSortedBySeriesThenTime) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("cpu", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("cpu", *Schema(), TsOptions()));
   std::vector<int64_t> times;
   std::vector<int32_t> devices;
   std::vector<double> temps;
@@ -176,11 +168,11 @@ TEST_F(EndToEnd, FilesAreSortedBySeriesThenTime) {
     devices.push_back(static_cast<int32_t>(rng() % 13));
     temps.push_back(i);
   }
-  ASSERT_OK(table.Append({Batch(times, devices, temps)}).status());
+  TL_ASSERT_OK(table.Append({Batch(times, devices, temps)}).status());
   Session session(lake);
   // Reading in file order (single partition, one file) must give sorted rows.
-  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT device_id, time FROM cpu"));
-  ASSERT_OK_AND_ASSIGN(combined, rows->CombineChunksToBatch());
+  TL_ASSERT_OK_AND_ASSIGN(auto rows, session.Sql("SELECT device_id, time FROM cpu"));
+  TL_ASSERT_OK_AND_ASSIGN(auto combined, rows->CombineChunksToBatch());
   auto dev = std::static_pointer_cast<arrow::Int32Array>(combined->column(0));
   auto ts = std::static_pointer_cast<arrow::TimestampArray>(combined->column(1));
   ASSERT_GT(combined->num_rows(), 900);  // dedup removes equal (device, time) pairs only
@@ -193,28 +185,29 @@ TEST_F(EndToEnd, FilesAreSortedBySeriesThenTime) {
 }
 
 TEST_F(EndToEnd, DedupKeepsLaterInputRowOnEqualKeys) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("d", *Schema(), TsOptions()));
-  ASSERT_OK_AND_ASSIGN(appended,
-                       table.Append({Batch({kT0, kT0, kT0, kT0 + 1}, {1, 1, 2, 1},
-                                           {1.0, 2.0, 3.0, 4.0})}));
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("d", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto appended,
+                          table.Append({Batch({kT0, kT0, kT0, kT0 + 1}, {1, 1, 2, 1},
+                                              {1.0, 2.0, 3.0, 4.0})}));
   EXPECT_EQ(appended.second.input_rows, 4);
   EXPECT_EQ(appended.second.rows, 3);
   Session session(lake);
-  ASSERT_OK_AND_ASSIGN(
-      rows, session.Sql("SELECT temp FROM d WHERE device_id = 1 ORDER BY time"));
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto rows, session.Sql("SELECT temp FROM d WHERE device_id = 1 ORDER BY time"));
   ASSERT_EQ(rows->num_rows(), 2);
   EXPECT_DOUBLE_EQ(ScalarDouble(rows, 0, 0), 2.0);  // the later input row wins
 }
 
 TEST_F(EndToEnd, LatestGivesNewestRowPerSeries) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("l", *Schema(), TsOptions()));
-  ASSERT_OK_AND_ASSIGN(
-      a, table.Append({Batch({kT0, kT0 + 9, kT0 + 3}, {1, 1, 2}, {1, 2, 3})}));
-  ASSERT_OK_AND_ASSIGN(b, a.first.Append({Batch({kT0 + 1, kT0 + 9}, {2, 1}, {4, 5})}));
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("l", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto a, table.Append({Batch({kT0, kT0 + 9, kT0 + 3}, {1, 1, 2}, {1, 2, 3})}));
+  TL_ASSERT_OK_AND_ASSIGN(auto b,
+                          a.first.Append({Batch({kT0 + 1, kT0 + 9}, {2, 1}, {4, 5})}));
   Session session(lake);
-  ASSERT_OK_AND_ASSIGN(latest, session.Latest("l"));
+  TL_ASSERT_OK_AND_ASSIGN(auto latest, session.Latest("l"));
   ASSERT_EQ(latest->num_rows(), 2);
   // Device 1: two rows at kT0+9 in two commits; the later insertion (5) wins.
   EXPECT_DOUBLE_EQ(ScalarDouble(latest, 2, 0), 5.0);
@@ -222,14 +215,14 @@ TEST_F(EndToEnd, LatestGivesNewestRowPerSeries) {
 }
 
 TEST_F(EndToEnd, RepeatedBatchIdCommitsNothing) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("b", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("b", *Schema(), TsOptions()));
   AppendOptions opts;
   opts.batch_id = "load-42";
-  ASSERT_OK_AND_ASSIGN(first, table.Append({Batch({kT0}, {1}, {1})}, opts));
+  TL_ASSERT_OK_AND_ASSIGN(auto first, table.Append({Batch({kT0}, {1}, {1})}, opts));
   EXPECT_EQ(first.second.rows, 1);
   const auto before = Files();
-  ASSERT_OK_AND_ASSIGN(second, table.Append({Batch({kT0 + 1}, {1}, {2})}, opts));
+  TL_ASSERT_OK_AND_ASSIGN(auto second, table.Append({Batch({kT0 + 1}, {1}, {2})}, opts));
   EXPECT_TRUE(second.second.duplicate_batch);
   EXPECT_EQ(second.second.rows, 0);
   EXPECT_EQ(second.first.version(), 2);
@@ -238,8 +231,8 @@ TEST_F(EndToEnd, RepeatedBatchIdCommitsNothing) {
 }
 
 TEST_F(EndToEnd, BadInputChangesNothing) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("bad", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("bad", *Schema(), TsOptions()));
   Flush();
   const auto before = Files();
 
@@ -248,7 +241,7 @@ TEST_F(EndToEnd, BadInputChangesNothing) {
       Schema()->AddField(3, arrow::field("humidity", arrow::float64())).ValueOrDie();
   auto base = Batch({kT0}, {1}, {1.0});
   arrow::DoubleBuilder hb;
-  ASSERT_OK(hb.Append(0.5));
+  TL_ASSERT_OK(hb.Append(0.5));
   auto extra = arrow::RecordBatch::Make(
       extra_schema, 1, {base->column(0), base->column(1), base->column(2), *hb.Finish()});
   auto r1 = table.Append({extra});
@@ -260,13 +253,13 @@ TEST_F(EndToEnd, BadInputChangesNothing) {
   // Null times.
   arrow::TimestampBuilder tb(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
                              arrow::default_memory_pool());
-  ASSERT_OK(tb.AppendNull());
-  ASSERT_OK(tb.Append(kT0));
-  ASSERT_OK(tb.AppendNull());
+  TL_ASSERT_OK(tb.AppendNull());
+  TL_ASSERT_OK(tb.Append(kT0));
+  TL_ASSERT_OK(tb.AppendNull());
   arrow::Int32Builder db;
-  ASSERT_OK(db.AppendValues({1, 2, 3}));
+  TL_ASSERT_OK(db.AppendValues({1, 2, 3}));
   arrow::DoubleBuilder vb;
-  ASSERT_OK(vb.AppendValues({1.0, 2.0, 3.0}));
+  TL_ASSERT_OK(vb.AppendValues({1.0, 2.0, 3.0}));
   auto nulls =
       arrow::RecordBatch::Make(Schema(), 3, {*tb.Finish(), *db.Finish(), *vb.Finish()});
   auto r2 = table.Append({nulls});
@@ -277,7 +270,7 @@ TEST_F(EndToEnd, BadInputChangesNothing) {
 
   // Wrong type: text that is not a number for device_id.
   arrow::StringBuilder sb;
-  ASSERT_OK(sb.Append("seven"));
+  TL_ASSERT_OK(sb.Append("seven"));
   auto wrong_schema = arrow::schema(
       {Schema()->field(0), arrow::field("device_id", arrow::utf8()), Schema()->field(2)});
   auto wrong = arrow::RecordBatch::Make(wrong_schema, 1,
@@ -290,13 +283,13 @@ TEST_F(EndToEnd, BadInputChangesNothing) {
 
   Flush();
   EXPECT_EQ(Files(), before);
-  ASSERT_OK_AND_ASSIGN(reloaded, table.Refresh());
+  TL_ASSERT_OK_AND_ASSIGN(auto reloaded, table.Refresh());
   EXPECT_EQ(reloaded.version(), 1);
 }
 
 TEST_F(EndToEnd, CreateErrors) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK(lake.CreateTable("x", *Schema(), TsOptions()).status());
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK(lake.CreateTable("x", *Schema(), TsOptions()).status());
   auto again = lake.CreateTable("x", *Schema(), TsOptions());
   EXPECT_EQ(KindOf(again.status()), ErrorKind::kAlreadyExists);
   TableOptions missing;
@@ -314,30 +307,30 @@ TEST_F(EndToEnd, CreateErrors) {
 }
 
 TEST_F(EndToEnd, ListAndDrop) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK(lake.CreateTable("a.one", *Schema(), TsOptions()).status());
-  ASSERT_OK(lake.CreateTable("b.two", *Schema(), {}).status());
-  ASSERT_OK_AND_ASSIGN(tables, lake.ListTables());
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK(lake.CreateTable("a.one", *Schema(), TsOptions()).status());
+  TL_ASSERT_OK(lake.CreateTable("b.two", *Schema(), {}).status());
+  TL_ASSERT_OK_AND_ASSIGN(auto tables, lake.ListTables());
   ASSERT_EQ(tables.size(), 2u);
   EXPECT_EQ(tables[0].ToString(), "a.one");
-  ASSERT_OK_AND_ASSIGN(namespaces, lake.ListNamespaces());
+  TL_ASSERT_OK_AND_ASSIGN(auto namespaces, lake.ListNamespaces());
   EXPECT_EQ(namespaces, (std::vector<std::string>{"a", "b"}));
-  ASSERT_OK(lake.DropTable("a.one"));
+  TL_ASSERT_OK(lake.DropTable("a.one"));
   EXPECT_EQ(KindOf(lake.LoadTable("a.one").status()), ErrorKind::kNotFound);
   EXPECT_EQ(KindOf(lake.DropTable("a.one")), ErrorKind::kNotFound);
 }
 
 TEST_F(EndToEnd, MemoryWarehouse) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open("memory://"));
-  ASSERT_OK_AND_ASSIGN(table, lake.CreateTable("m", *Schema(), TsOptions()));
-  ASSERT_OK(table.Append({Batch({kT0, kT0 + 1}, {1, 2}, {1, 2})}).status());
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open("memory://"));
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("m", *Schema(), TsOptions()));
+  TL_ASSERT_OK(table.Append({Batch({kT0, kT0 + 1}, {1, 2}, {1, 2})}).status());
   Session session(lake);
-  ASSERT_OK_AND_ASSIGN(rows, session.Sql("SELECT count(*) FROM m"));
+  TL_ASSERT_OK_AND_ASSIGN(auto rows, session.Sql("SELECT count(*) FROM m"));
   EXPECT_EQ(ScalarInt(rows, 0), 2);
 }
 
 TEST_F(EndToEnd, BadSqlIsAnInvalidErrorNamingTheProblem) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
   Session session(lake);
   auto r = session.Sql("SELEC 1");
   ASSERT_FALSE(r.ok());
@@ -349,8 +342,8 @@ TEST_F(EndToEnd, BadSqlIsAnInvalidErrorNamingTheProblem) {
 }
 
 TEST_F(EndToEnd, ConcurrentAppendersLoseNoRows) {
-  ASSERT_OK_AND_ASSIGN(lake, Lake::Open(dir_.string()));
-  ASSERT_OK(lake.CreateTable("c", *Schema(), TsOptions()).status());
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK(lake.CreateTable("c", *Schema(), TsOptions()).status());
   constexpr int kThreads = 4, kAppends = 5;
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
@@ -378,12 +371,52 @@ TEST_F(EndToEnd, ConcurrentAppendersLoseNoRows) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   Session session(lake);
-  ASSERT_OK_AND_ASSIGN(rows,
-                       session.Sql("SELECT count(*), count(DISTINCT device_id) FROM c"));
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto rows, session.Sql("SELECT count(*), count(DISTINCT device_id) FROM c"));
   EXPECT_EQ(ScalarInt(rows, 0), kThreads * kAppends);
   EXPECT_EQ(ScalarInt(rows, 1), kThreads);
-  ASSERT_OK_AND_ASSIGN(table, lake.LoadTable("c"));
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.LoadTable("c"));
   EXPECT_EQ(table.version(), 1 + kThreads * kAppends);
+}
+
+TEST_F(EndToEnd, SetPropertiesIsAMetadataOnlyCommitThatRebases) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("p", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto appended, table.Append({Batch({kT0}, {1}, {1.0})}));
+  const auto snapshot = appended.first.current_snapshot_id();
+
+  // `table` is stale (version 1): the change rebases over the append.
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto altered,
+      table.SetProperties({{"owner", "ops"}, {"TIMELAKE.Compression_Level", "5"}}));
+  EXPECT_EQ(altered.version(), 3);
+  EXPECT_EQ(altered.current_snapshot_id(), snapshot);  // no new snapshot
+  EXPECT_EQ(altered.properties().at("owner"), "ops");
+  EXPECT_EQ(altered.properties().at("timelake.compression-level"), "5");
+  EXPECT_EQ(altered.Info().rows, 1);
+
+  TL_ASSERT_OK_AND_ASSIGN(auto removed, altered.SetProperties({{"owner", std::nullopt}}));
+  EXPECT_EQ(removed.properties().count("owner"), 0u);
+  EXPECT_EQ(removed.version(), 4);
+
+  Flush();
+  const auto before = Files();
+  for (const auto& bad : std::vector<std::pair<std::string, std::string>>{
+           {"timelake.no-such-thing", "1"},
+           {"timelake.time-column", "other"},
+           {"timelake.format-version", "9.0.0"},
+           {"timelake.compression-level", "99"},
+           {"timelake.dedup", "maybe"}}) {
+    auto r = removed.SetProperties({{bad.first, bad.second}});
+    ASSERT_FALSE(r.ok()) << bad.first;
+    EXPECT_EQ(KindOf(r.status()), ErrorKind::kInvalid) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("altering default.p"), std::string::npos);
+  }
+  Flush();
+  EXPECT_EQ(Files(), before);
+  Session session(lake);
+  TL_ASSERT_OK_AND_ASSIGN(auto rows, session.Sql("SELECT count(*) FROM p"));
+  EXPECT_EQ(ScalarInt(rows, 0), 1);
 }
 
 }  // namespace

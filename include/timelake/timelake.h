@@ -214,6 +214,15 @@ class Table {
   // The newest committed version. Errors: kNotFound (dropped), kStorage.
   arrow::Result<Table> Refresh() const;
 
+  // Sets (a value) or removes (nullopt) table properties in one metadata-only
+  // commit: a new version, no new snapshot. Concurrent commits are rebased
+  // over. `timelake.*` keys are validated (any of their four spellings);
+  // those fixed at create (time-column, series-key, chunk,
+  // ingest-time-column) and managed ones (format-version) cannot change.
+  // Errors: kInvalid (nothing is written), kConflict, kStorage.
+  arrow::Result<Table> SetProperties(
+      const std::map<std::string, std::optional<std::string>>& changes) const;
+
   // Appends batches as one commit (SPEC §5): aligned to the table schema,
   // `_ingest_ts` stamped where null, split by partition, sorted by
   // (series…, time, insertion), deduplicated within the batch when dedup is on,

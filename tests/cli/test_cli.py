@@ -325,6 +325,25 @@ def test_append_create_and_batch_id(cli, tmp_path):
     assert f"in {commits} commits" in proc.stdout
 
 
+def test_alter_sets_and_removes_properties_without_a_snapshot(loaded):
+    before = json.loads(loaded.run("info", TABLE, "--format", "json").stdout)
+    loaded.run("alter", TABLE, "--set", "owner=ops", "--set", "timelake.dedup=false")
+    after = json.loads(loaded.run("info", TABLE, "--format", "json").stdout)
+    assert after["version"] == before["version"] + 1
+    assert after["snapshot_id"] == before["snapshot_id"]
+    assert after["properties"]["owner"] == "ops"
+    assert after["dedup"] is False
+    loaded.run("alter", TABLE, "--unset", "owner")
+    assert "owner" not in json.loads(
+        loaded.run("info", TABLE, "--format", "json").stdout)["properties"]
+    # Layout settings are fixed at create; unknown ones are refused; nothing changes.
+    assert_one_error_line(loaded.run("alter", TABLE, "--set", "timelake.chunk=hour", expect=1))
+    assert_one_error_line(loaded.run("alter", TABLE, "--set", "timelake.bogus=1", expect=1))
+    assert_one_error_line(loaded.run("alter", TABLE, expect=2))
+    final = json.loads(loaded.run("info", TABLE, "--format", "json").stdout)
+    assert final["version"] == before["version"] + 2
+
+
 def test_drop(loaded):
     loaded.run("drop", TABLE)
     assert TABLE not in loaded.run("ls").stdout.splitlines()

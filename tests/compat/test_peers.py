@@ -129,3 +129,15 @@ def test_we_read_a_pyiceberg_table(warehouse, tmp_path):
     got = cli_query(warehouse, "SELECT time, device_id, temp FROM py.events", tmp_path)
     assert sorted_rows(got, COLUMNS) == sorted_rows(
         pa.concat_tables([data, readings(10, start=100)]), COLUMNS)
+
+    # We append to it, and PyIceberg reads our commit from the new metadata file.
+    more = readings(25, start=300)
+    f = tmp_path / "more.parquet"
+    pq.write_table(more, f)
+    run_cli("-w", warehouse, "append", "py.events", f)
+    from pyiceberg.table import StaticTable
+    newest = latest_metadata(warehouse / "py" / "events")
+    assert newest.name == "v3.metadata.json"  # after PyIceberg's 00000-, 00001-, 00002-
+    static = StaticTable.from_metadata(str(newest))
+    expected = pa.concat_tables([data, readings(10, start=100), more])
+    assert sorted_rows(static.scan().to_arrow(), COLUMNS) == sorted_rows(expected, COLUMNS)

@@ -970,6 +970,29 @@ arrow::Status RunDrop(const GlobalArgs& global, const std::string& table,
   return arrow::Status::OK();
 }
 
+struct AlterCommand {
+  std::string table;
+  std::vector<std::string> sets;
+  std::vector<std::string> unsets;
+};
+
+// One metadata-only commit with every change.
+arrow::Status RunAlter(const GlobalArgs& global, const AlterCommand& args) {
+  if (args.sets.empty() && args.unsets.empty()) {
+    return UsageError("alter needs at least one --set KEY=VALUE or --unset KEY");
+  }
+  std::map<std::string, std::optional<std::string>> changes;
+  ARROW_ASSIGN_OR_RAISE(auto sets, ParseKeyValues(args.sets, "--set"));
+  for (auto& [k, v] : sets) changes[k] = v;
+  for (const auto& k : args.unsets) changes[k] = std::nullopt;
+  ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+  ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(args.table));
+  ARROW_ASSIGN_OR_RAISE(Table altered, table.SetProperties(changes));
+  std::cout << "altered " << altered.name().ToString() << ": version "
+            << altered.version() << std::endl;
+  return arrow::Status::OK();
+}
+
 // --- main -------------------------------------------------------------------
 
 int Main(int argc, char** argv) {
@@ -1078,6 +1101,15 @@ int Main(int argc, char** argv) {
   drop_cmd->add_flag("--if-exists", drop_if_exists,
                      "No error when the table does not exist");
 
+  AlterCommand alter;
+  auto* alter_cmd = app.add_subcommand(
+      "alter", "Set or remove table properties (one commit, no new snapshot)");
+  alter_cmd->add_option("table", alter.table, "Table name")->required();
+  alter_cmd->add_option("--set", alter.sets, "Property KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  alter_cmd->add_option("--unset", alter.unsets, "Property KEY to remove (repeatable)")
+      ->allow_extra_args(false);
+
   DemoOptions demo;
   std::string demo_warehouse;
   auto* demo_cmd = app.add_subcommand(
@@ -1123,6 +1155,8 @@ int Main(int argc, char** argv) {
       status = RunLs(global, ls_namespace);
     } else if (drop_cmd->parsed()) {
       status = RunDrop(global, drop_table, drop_if_exists);
+    } else if (alter_cmd->parsed()) {
+      status = RunAlter(global, alter);
     } else if (demo_cmd->parsed()) {
       demo.warehouse = !demo_warehouse.empty()     ? demo_warehouse
                        : !global.warehouse.empty() ? global.warehouse

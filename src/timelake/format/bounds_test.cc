@@ -12,23 +12,12 @@
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 
+#include "timelake/testing/matchers.h"
+
 namespace timelake::format {
 namespace {
 
-#define TL_CONCAT_INNER(a, b) a##b
-#define TL_CONCAT(a, b) TL_CONCAT_INNER(a, b)
-#define TL_ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                \
-  auto TL_CONCAT(_res_, __LINE__) = (rexpr);                               \
-  ASSERT_TRUE(TL_CONCAT(_res_, __LINE__).ok())                             \
-      << #rexpr << ": " << TL_CONCAT(_res_, __LINE__).status().ToString(); \
-  lhs = std::move(TL_CONCAT(_res_, __LINE__)).ValueUnsafe()
-
-void ExpectError(const arrow::Status& status, ErrorKind kind, std::string_view text) {
-  ASSERT_FALSE(status.ok()) << "expected an error containing \"" << text << "\"";
-  EXPECT_EQ(KindOf(status), kind) << status.ToString();
-  EXPECT_NE(status.message().find(text), std::string::npos)
-      << "message \"" << status.message() << "\" lacks \"" << text << "\"";
-}
+using timelake::testing::ExpectError;
 
 std::string Hex(std::string_view s) {
   static constexpr char kDigits[] = "0123456789abcdef";

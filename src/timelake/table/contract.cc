@@ -137,6 +137,27 @@ arrow::Result<Contract> ParseContract(
   return c;
 }
 
+arrow::Result<std::string> AlterableKey(const std::string& raw_key) {
+  if (raw_key.empty()) return Invalid("empty property name");
+  std::string key = CanonicalKey(raw_key);
+  if (key.rfind("timelake.", 0) != 0) return raw_key;
+  if (!KnownKeys().count(key)) {
+    return Invalid("unknown setting '" + raw_key + "' (see `timelake settings`)");
+  }
+  if (key == property::kChunkAlias) key = property::kChunk;
+  if (key == property::kTimeColumn || key == property::kSeriesKey ||
+      key == property::kChunk || key == property::kIngestTimeColumn) {
+    return Invalid(
+        "setting '" + raw_key +
+        "' is fixed when the table is created: it decides the layout of the data");
+  }
+  if (key == property::kFormatVersion || key == "timelake.rollup-source" ||
+      key == "timelake.rollup-bucket" || key == "timelake.rollup-aggregates") {
+    return Invalid("setting '" + raw_key + "' is managed by Timelake");
+  }
+  return key;
+}
+
 arrow::Result<std::map<std::string, std::string>> NewTableProperties(
     const TableOptions& options) {
   std::map<std::string, std::string> props = {

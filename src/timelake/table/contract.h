@@ -51,6 +51,12 @@ arrow::Result<Contract> ParseContract(
 arrow::Result<std::map<std::string, std::string>> NewTableProperties(
     const TableOptions& options);
 
+// The key a property change on an existing table is stored under: the
+// canonical spelling of `timelake.*` keys, other keys as given. Errors:
+// kInvalid for unknown `timelake.*` keys and for ones fixed at create or
+// managed by Timelake.
+arrow::Result<std::string> AlterableKey(const std::string& key);
+
 // "a,b" <-> {"a","b"}.
 std::vector<std::string> SplitList(const std::string& text);
 std::string JoinList(const std::vector<std::string>& items);

@@ -125,6 +125,62 @@ arrow::Result<Table> Table::Refresh() const {
   return Table(std::move(state));
 }
 
+arrow::Result<Table> Table::SetProperties(
+    const std::map<std::string, std::optional<std::string>>& changes) const {
+  const std::string context = "altering " + state_->name.ToString();
+  std::map<std::string, std::optional<std::string>> canonical;
+  for (const auto& [key, value] : changes) {
+    auto k = internal::AlterableKey(key);
+    if (!k.ok()) return WithContext(k.status(), context);
+    canonical[*k] = value;
+  }
+  const auto& store = *state_->lake->store;
+  thread_local std::mt19937 rng(std::random_device{}());
+  std::shared_ptr<const internal::TableState> base = state_;
+  for (int attempt = 1;; ++attempt) {
+    format::TableMetadata next = base->metadata;
+    for (const auto& [key, value] : canonical) {
+      if (value) {
+        next.properties[key] = *value;
+      } else {
+        next.properties.erase(key);
+      }
+    }
+    if (auto contract = internal::ParseContract(next.properties); !contract.ok()) {
+      return WithContext(contract.status(), context);
+    }
+    const auto now_ms = internal::ToMillis(state_->lake->clock->Now());
+    next.LogPreviousMetadata(store.Uri(base->metadata_key),
+                             base->metadata.last_updated_ms, 20);
+    next.last_updated_ms = std::max(now_ms, base->metadata.last_updated_ms);
+    const int64_t version = base->version + 1;
+    auto won = commit::TryCommit(store, state_->table_key, version, next);
+    if (!won.ok()) {
+      return WithContext(won.status(),
+                         context + ": committing version " + std::to_string(version));
+    }
+    if (*won) {
+      commit::WriteVersionHintAsync(state_->lake->store, state_->table_key, version);
+      TIMELAKE_ASSIGN_OR_RAISE(auto stored,
+                               format::TableMetadata::Parse(next.Serialize(), context));
+      TIMELAKE_ASSIGN_OR_RAISE(
+          auto new_state,
+          internal::MakeTableState(state_->lake, state_->name, version,
+                                   commit::VersionKey(state_->table_key, version),
+                                   std::move(stored)));
+      return Table(std::move(new_state));
+    }
+    if (attempt >= 20) {
+      return Conflict(context + ": commit conflict: gave up after " +
+                      std::to_string(attempt) + " attempts, other writers kept winning");
+    }
+    const int cap_ms = std::min(1000, 5 << std::min(attempt, 8));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(1, cap_ms)(rng)));
+    TIMELAKE_ASSIGN_OR_RAISE(base, internal::LoadTableState(state_->lake, state_->name));
+  }
+}
+
 arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
     const AppendOptions& options) const {
