@@ -322,7 +322,9 @@ TEST_F(EndToEnd, ListAndDrop) {
 
 TEST_F(EndToEnd, MemoryWarehouse) {
   TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open("memory://"));
+  EXPECT_EQ(lake.url(), "memory://");
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("m", *Schema(), TsOptions()));
+  EXPECT_EQ(table.location(), "memory:///default/m");
   TL_ASSERT_OK(table.Append({Batch({kT0, kT0 + 1}, {1, 2}, {1, 2})}).status());
   Session session(lake);
   TL_ASSERT_OK_AND_ASSIGN(auto rows, session.Sql("SELECT count(*) FROM m"));

@@ -104,6 +104,9 @@ arrow::Result<std::shared_ptr<Store>> Store::Open(
   }
   std::string root = TakeString(tl_store_root_url(raw));
   while (!root.empty() && root.back() == '/') root.pop_back();
+  // A store rooted at the top of its scheme ("memory:///") keeps its "//", so
+  // that object URIs read "memory:///ns/table/...".
+  if (!root.empty() && root.back() == ':') root += "//";
   return std::shared_ptr<Store>(new Store(raw, std::move(root)));
 }
 

@@ -33,7 +33,8 @@
 namespace timelake::testing {
 
 // Asserts that `status` is an error of `kind` whose message contains `text`.
-inline void ExpectError(const arrow::Status& status, ErrorKind kind, std::string_view text) {
+inline void ExpectError(const arrow::Status& status, ErrorKind kind,
+                        std::string_view text) {
   ASSERT_FALSE(status.ok()) << "expected an error containing \"" << text << "\"";
   EXPECT_EQ(KindOf(status), kind) << status.ToString();
   EXPECT_NE(status.message().find(text), std::string::npos)
