@@ -201,7 +201,7 @@ arrow::Status BatchCommitter::Add(const std::shared_ptr<arrow::RecordBatch>& bat
     const int64_t take = commit_rows_ - pending_rows_;
     pending_.push_back(aligned->Slice(0, take));
     pending_rows_ += take;
-    ARROW_RETURN_NOT_OK(Flush());
+    ARROW_RETURN_NOT_OK(Commit(/*end_of_input=*/false));
     aligned = aligned->Slice(take);
   }
   if (aligned->num_rows() > 0) {
@@ -211,14 +211,18 @@ arrow::Status BatchCommitter::Add(const std::shared_ptr<arrow::RecordBatch>& bat
   return arrow::Status::OK();
 }
 
-arrow::Status BatchCommitter::Flush() {
+arrow::Status BatchCommitter::Commit(bool end_of_input) {
   if (pending_.empty()) return arrow::Status::OK();
   AppendOptions options;
   const int64_t commit = totals_.commits + totals_.duplicate_commits + 1;
   if (batch_id_.has_value()) {
+    const int64_t end_row = committed_input_rows_ + pending_rows_;
     options.batch_id =
-        commit == 1 ? *batch_id_ : fmt::format("{}#{}", *batch_id_, commit);
+        commit == 1 && end_of_input
+            ? *batch_id_
+            : fmt::format("{}#{}-{}", *batch_id_, committed_input_rows_, end_row);
   }
+  committed_input_rows_ += pending_rows_;
   ARROW_ASSIGN_OR_RAISE(auto appended, table_.Append(pending_, options));
   pending_.clear();
   pending_rows_ = 0;

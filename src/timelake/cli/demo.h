@@ -47,8 +47,9 @@ class BatchCommitter {
   // Aligns `batch` to the table schema and commits once enough rows wait.
   // Errors: those of AlignBatch and Table::Append.
   arrow::Status Add(const std::shared_ptr<arrow::RecordBatch>& batch);
-  // Commits the rows still waiting, if any.
-  arrow::Status Flush();
+  // Commits the rows still waiting, if any: call it once at the end of the
+  // input.
+  arrow::Status Flush() { return Commit(/*end_of_input=*/true); }
 
   // The table as of the last commit.
   const Table& table() const { return table_; }
@@ -57,11 +58,18 @@ class BatchCommitter {
   int64_t pending_rows() const { return pending_rows_; }
 
  private:
+  // With a batch id, an import that fits in one commit is tagged with the id
+  // itself; otherwise every commit is tagged "<id>#<first row>-<end row>", so
+  // a re-run with another --commit-rows never mistakes a partial commit for
+  // a different range (it re-appends instead of skipping rows).
+  arrow::Status Commit(bool end_of_input);
+
   Table table_;
   std::shared_ptr<arrow::Schema> schema_;
   int64_t commit_rows_;
   std::optional<std::string> batch_id_;
   std::vector<std::shared_ptr<arrow::RecordBatch>> pending_;
+  int64_t committed_input_rows_ = 0;  // input rows before the pending ones
   int64_t pending_rows_ = 0;
   Totals totals_;
 };

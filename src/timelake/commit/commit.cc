@@ -98,10 +98,19 @@ arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
 arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& table_key,
                               int64_t number, const format::TableMetadata& metadata) {
   const std::string text = metadata.Serialize();
-  auto st = store.Put(VersionKey(table_key, number), text, storage::PutMode::kCreate);
+  const std::string key = VersionKey(table_key, number);
+  auto st = store.Put(key, text, storage::PutMode::kCreate);
   if (st.ok()) return true;
-  if (KindOf(st) == ErrorKind::kAlreadyExists) return false;
-  return st;
+  if (KindOf(st) != ErrorKind::kAlreadyExists) return st;
+  // A put retried after a lost response finds its own first attempt: the
+  // object holds exactly our text then, and the commit is ours. (Every
+  // version carries a fresh timestamp and, for appends, a random snapshot id,
+  // so another writer's version never equals ours by accident.)
+  auto existing = store.Get(key);
+  if (!existing.ok()) return existing.status();
+  const std::string_view stored(reinterpret_cast<const char*>((*existing)->data()),
+                                static_cast<size_t>((*existing)->size()));
+  return stored == text;
 }
 
 void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string table_key,

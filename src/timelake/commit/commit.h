@@ -49,7 +49,9 @@ arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
 
 // Writes `metadata` as version `number` with put-if-absent. Returns false
 // when another writer already created that version (the caller rebases);
-// errors are storage failures.
+// true also when the version already holds exactly this metadata (a retried
+// put whose first attempt landed). Errors are storage failures: the commit
+// may or may not have landed, so the caller must not delete its files.
 arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& table_key,
                               int64_t number, const format::TableMetadata& metadata);
 

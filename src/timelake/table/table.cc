@@ -7,6 +7,7 @@
 
 #include "timelake/commit/commit.h"
 #include "timelake/format/manifest.h"
+#include "timelake/format/schema.h"
 #include "timelake/table/internal.h"
 #include "timelake/util/uuid.h"
 #include "timelake/write/data_writer.h"
@@ -33,7 +34,10 @@ bool HasBatchId(const format::TableMetadata& m, const std::string& id) {
   return false;
 }
 
-write::Layout LayoutOf(const internal::TableState& t) {
+// The write layout of a table. The partitioning comes from the partition
+// spec, the source of truth other engines read: Timelake's hour/day/month of
+// the time column, or none. Errors: kUnsupported for other specs.
+arrow::Result<write::Layout> LayoutOf(const internal::TableState& t) {
   write::Layout layout;
   layout.schema = t.schema;
   layout.time_column = t.contract.time_column;
@@ -45,7 +49,23 @@ write::Layout LayoutOf(const internal::TableState& t) {
   layout.row_group_rows = t.contract.row_group_rows;
   layout.data_page_rows = t.contract.data_page_rows;
   const auto& spec = t.metadata.DefaultSpec();
-  if (!spec.fields.empty()) layout.partition_field_name = spec.fields[0].name;
+  if (spec.fields.empty()) return layout;
+  const auto& field = spec.fields[0];
+  auto chunk = ParseChunk(field.transform);
+  std::optional<int> time_id;
+  if (t.contract.time_column) {
+    if (auto f = t.schema->GetFieldByName(*t.contract.time_column))
+      time_id = format::FieldId(*f);
+  }
+  if (spec.fields.size() != 1 || !chunk.ok() || !time_id || field.source_id != *time_id) {
+    return Unsupported(
+        "appending to " + t.name.ToString() +
+        ": its partition spec is not the hour, day or month of its time column "
+        "(other partitionings are not supported yet)");
+  }
+  layout.partitioned = true;
+  layout.chunk = *chunk;
+  layout.partition_field_name = field.name;
   return layout;
 }
 
@@ -207,8 +227,10 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   }
 
   const auto now = state_->lake->clock->Now();
-  auto written = write::WriteDataFiles(store, state_->table_key + "/data",
-                                       LayoutOf(*base), batches, now);
+  auto layout = LayoutOf(*base);
+  if (!layout.ok()) return layout.status();
+  auto written =
+      write::WriteDataFiles(store, state_->table_key + "/data", *layout, batches, now);
   if (!written.ok()) return WithContext(written.status(), context);
   result.input_rows = written->input_rows;
   result.rows = written->rows;
@@ -271,15 +293,31 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   const auto commit_start = Clock::now();
   thread_local std::mt19937 rng(std::random_device{}());
   const int max_attempts = std::max(1, options.max_commit_attempts);
+  std::string lost_list_key;
   for (int attempt = 1;; ++attempt) {
     result.commit.attempts = attempt;
     if (attempt > 1) {
+      // The attempt that lost left its manifest list; it goes with the rest
+      // unless the reload shows that the snapshot did land after all.
+      written_keys.push_back(lost_list_key);
       auto reloaded = internal::LoadTableState(state_->lake, state_->name);
       if (!reloaded.ok()) {
         DeleteQuietly(store, written_keys);
         return WithContext(reloaded.status(), context);
       }
       base = *reloaded;
+      if (const auto* mine = base->metadata.FindSnapshot(snapshot_id)) {
+        // Our own commit is in the table although the put reported a lost
+        // race: it stays, with everything it references.
+        result.commit.commit_duration = Since(commit_start);
+        result.snapshot_id = snapshot_id;
+        result.sequence_number = mine->sequence_number;
+        result.version = base->version;
+        return std::make_pair(Table(base), result);
+      }
+      // The previous attempt's manifest list was never committed.
+      (void)store.Delete(lost_list_key);
+      written_keys.pop_back();
       if (options.batch_id && HasBatchId(base->metadata, *options.batch_id)) {
         DeleteQuietly(store, written_keys);
         result = AppendResult{};
@@ -400,10 +438,12 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
                                    std::move(stored)));
       return std::make_pair(Table(std::move(new_state)), result);
     }
-    // Lost the race: drop this attempt's manifest list, back off, rebase.
-    (void)store.Delete(list_key);
+    // Lost the race: back off and rebase. This attempt's manifest list is
+    // deleted once the reload confirms that the snapshot did not land.
+    lost_list_key = list_key;
     ++result.commit.conflicts_rebased;
     if (attempt >= max_attempts) {
+      written_keys.push_back(list_key);  // TryCommit read back another writer's version
       DeleteQuietly(store, written_keys);
       return Conflict(context + ": commit conflict: gave up after " +
                       std::to_string(attempt) +

@@ -73,6 +73,15 @@ arrow::Result<std::shared_ptr<arrow::BooleanArray>> SameAsNext(
   return std::static_pointer_cast<arrow::BooleanArray>(acc.make_array());
 }
 
+// Parquet leaf columns of a type: one for primitives, the sum over children
+// for nested types.
+int LeafCount(const arrow::DataType& type) {
+  if (type.num_fields() == 0) return 1;
+  int n = 0;
+  for (const auto& child : type.fields()) n += LeafCount(*child->type());
+  return n;
+}
+
 struct Statistics {
   std::map<int32_t, int64_t> value_counts, null_value_counts;
   std::map<int32_t, std::string> lower_bounds, upper_bounds;
@@ -236,7 +245,7 @@ arrow::Result<WriteOutput> WriteDataFiles(
 
   // Partition value per row.
   std::shared_ptr<arrow::Int32Array> partitions;
-  if (layout.time_column) {
+  if (layout.time_column && layout.partitioned) {
     const int idx = table->schema()->GetFieldIndex(*layout.time_column);
     auto times =
         std::static_pointer_cast<arrow::TimestampArray>(table->column(idx)->chunk(0));
@@ -256,7 +265,13 @@ arrow::Result<WriteOutput> WriteDataFiles(
     arrow::FieldVector extra_fields;
     arrow::ChunkedArrayVector extra_columns;
     extra_fields.push_back(arrow::field(kPartitionKey, arrow::int32()));
-    extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(partitions));
+    if (partitions) {
+      extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(partitions));
+    } else {
+      TIMELAKE_ASSIGN_OR_RAISE(auto zeros,
+                               arrow::MakeArrayFromScalar(arrow::Int32Scalar(0), n));
+      extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(zeros));
+    }
     arrow::Int64Builder rows;
     TIMELAKE_RETURN_NOT_OK(rows.Reserve(n));
     for (int64_t i = 0; i < n; ++i) rows.UnsafeAppend(i);
@@ -301,8 +316,10 @@ arrow::Result<WriteOutput> WriteDataFiles(
       TIMELAKE_ASSIGN_OR_RAISE(auto filtered, cp::Filter(arrow::Datum(keyed), mask));
       TIMELAKE_ASSIGN_OR_RAISE(keyed, filtered.table()->CombineChunks());
     }
-    partitions = std::static_pointer_cast<arrow::Int32Array>(
-        keyed->GetColumnByName(kPartitionKey)->chunk(0));
+    if (partitions) {
+      partitions = std::static_pointer_cast<arrow::Int32Array>(
+          keyed->GetColumnByName(kPartitionKey)->chunk(0));
+    }
     TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->RemoveColumn(keyed->num_columns() - 1));
     TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->RemoveColumn(keyed->num_columns() - 1));
     table = keyed;
@@ -327,13 +344,18 @@ arrow::Result<WriteOutput> WriteDataFiles(
     slices.push_back({0, table->num_rows(), std::nullopt});
   }
 
+  // Parquet's sorting columns count leaf columns, which differ from field
+  // positions once a nested column comes first.
   std::vector<parquet::SortingColumn> sorting;
-  for (const auto& k : layout.series_key) {
-    sorting.push_back({table->schema()->GetFieldIndex(k), false, true});
-  }
-  if (layout.time_column) {
-    sorting.push_back({table->schema()->GetFieldIndex(*layout.time_column), false, true});
-  }
+  auto leaf_index = [&](const std::string& name) {
+    const int field = table->schema()->GetFieldIndex(name);
+    int leaf = 0;
+    for (int i = 0; i < field; ++i) leaf += LeafCount(*table->schema()->field(i)->type());
+    return leaf;
+  };
+  for (const auto& k : layout.series_key) sorting.push_back({leaf_index(k), false, true});
+  if (layout.time_column)
+    sorting.push_back({leaf_index(*layout.time_column), false, true});
 
   // Partitions are written in parallel, a few at a time.
   std::vector<arrow::Result<WrittenFile>> results(slices.size(),

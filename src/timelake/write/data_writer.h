@@ -31,6 +31,7 @@ struct Layout {
   std::string ingest_column;  // empty for plain tables
   Chunk chunk = Chunk::kDay;
   bool dedup = false;
+  bool partitioned = false;          // by the hour/day/month of the time column
   std::string partition_field_name;  // e.g. "time_day"; empty when unpartitioned
   int compression_level = 3;
   int64_t row_group_rows = 1 << 20;
