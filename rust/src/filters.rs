@@ -73,10 +73,14 @@ fn translate_conjunct(expr: &Expr, schema: &Schema) -> Vec<Value> {
 }
 
 fn null_test(inner: &Expr, op: &str, schema: &Schema) -> Vec<Value> {
-    column_of(inner, schema)
-        .map(|column| json!({"column": column, "op": op}))
-        .into_iter()
-        .collect()
+    // Only a bare column: a TRY_CAST that overflows turns values into NULL,
+    // so `TRY_CAST(c AS …) IS NULL` does not imply `c IS NULL`.
+    match inner {
+        Expr::Column(c) if schema.field_with_name(&c.name).is_ok() => {
+            vec![json!({"column": c.name.clone(), "op": op})]
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn bool_column(expr: &Expr, value: bool, schema: &Schema) -> Vec<Value> {

@@ -14,6 +14,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use crate::catalog::{Callbacks, TimelakeCatalog};
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
 use crate::runtime;
+use crate::store::redact;
 use crate::store::Store;
 use crate::stream;
 
@@ -22,6 +23,9 @@ pub const DEFAULT_SCHEMA: &str = "default";
 
 pub struct Session {
     ctx: SessionContext,
+    /// Credentials to scrub from every message (query errors may quote
+    /// storage requests).
+    secrets: Arc<Vec<String>>,
 }
 
 impl Session {
@@ -40,8 +44,14 @@ impl Session {
         // The same client for scans as for the C API: one connection pool,
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
+        let secrets = store.secrets();
         ctx.register_catalog(CATALOG, Arc::new(TimelakeCatalog::new(callbacks, store)));
-        Ok(Self { ctx })
+        Ok(Self { ctx, secrets })
+    }
+
+    fn scrub(&self, mut error: TlError) -> TlError {
+        error.message = redact(&error.message, &self.secrets);
+        error
     }
 
     /// Sets a configuration option, exactly as `SET key = 'value'` would
@@ -62,6 +72,7 @@ impl Session {
                 .map(|_| ())
                 .map_err(|e| from_datafusion(&e, Phase::Planning))
         })?
+        .map_err(|e| self.scrub(e))
     }
 
     /// Plans `sql` and starts it; the result streams through the returned
@@ -75,8 +86,9 @@ impl Session {
             let task_ctx = Arc::new(df.task_ctx());
             let plan = df.create_physical_plan().await.map_err(plan_err)?;
             execute_stream(plan, task_ctx).map_err(|e| from_datafusion(&e, Phase::Execution))
-        })??;
-        Ok(stream::export(batches))
+        })?
+        .map_err(|e| self.scrub(e))?;
+        Ok(stream::export(batches, Arc::clone(&self.secrets)))
     }
 
     /// Runs `EXPLAIN ANALYZE <sql>` and returns the annotated plan.
@@ -91,7 +103,8 @@ impl Session {
             collect(plan, task_ctx)
                 .await
                 .map_err(|e| from_datafusion(&e, Phase::Execution))
-        })??;
+        })?
+        .map_err(|e| self.scrub(e))?;
 
         let mut lines = Vec::new();
         for batch in &batches {

@@ -8,6 +8,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use arrow::array::{Array, StructArray};
 use arrow::datatypes::SchemaRef;
@@ -18,6 +19,7 @@ use futures::StreamExt;
 
 use crate::error::{from_datafusion, panic_message, Phase};
 use crate::runtime;
+use crate::store::redact;
 
 // errno values used by the Arrow C stream interface (POSIX).
 const EIO: c_int = 5;
@@ -28,14 +30,21 @@ struct StreamState {
     /// None once the stream has ended or failed.
     stream: Option<SendableRecordBatchStream>,
     last_error: Option<CString>,
+    /// Credentials to scrub from error messages (storage errors raised while
+    /// scanning may quote requests).
+    secrets: Arc<Vec<String>>,
 }
 
 /// Wraps `stream` into an Arrow C stream that owns it.
-pub fn export(stream: SendableRecordBatchStream) -> FFI_ArrowArrayStream {
+pub fn export(
+    stream: SendableRecordBatchStream,
+    secrets: Arc<Vec<String>>,
+) -> FFI_ArrowArrayStream {
     let state = Box::new(StreamState {
         schema: stream.schema(),
         stream: Some(stream),
         last_error: None,
+        secrets,
     });
     FFI_ArrowArrayStream {
         get_schema: Some(get_schema),
@@ -121,7 +130,8 @@ unsafe extern "C" fn get_next(
                             Some(batch)
                         }
                         Some(Err(e)) => {
-                            return Err((EIO, from_datafusion(&e, Phase::Execution).message));
+                            let message = from_datafusion(&e, Phase::Execution).message;
+                            return Err((EIO, redact(&message, &state.secrets)));
                         }
                         None => None,
                     }
