@@ -13,7 +13,8 @@ namespace timelake::commit {
 namespace {
 
 format::TableMetadata Fixture() {
-  std::ifstream in(std::string(TIMELAKE_TEST_FIXTURES_DIR) + "/timelake07/v3.metadata.json");
+  std::ifstream in(std::string(TIMELAKE_TEST_FIXTURES_DIR) +
+                   "/timelake07/v3.metadata.json");
   std::stringstream ss;
   ss << in.rdbuf();
   auto m = format::TableMetadata::Parse(ss.str(), "fixture");

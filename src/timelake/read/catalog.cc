@@ -72,7 +72,11 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
                        context + ": manifest list " + snapshot->manifest_list);
   }
   for (const auto& m : *manifests) {
-    if (m.content != 0) continue;  // Timelake writes no delete files
+    if (m.content != 0) {
+      // Skipping delete files would return deleted rows: refuse instead.
+      return Unsupported(context + ": manifest " + m.manifest_path +
+                         " lists delete files (row-level deletes are not supported yet)");
+    }
     TIMELAKE_ASSIGN_OR_RAISE(auto key, store.KeyOf(m.manifest_path));
     auto bytes = store.Get(key);
     if (!bytes.ok()) return WithContext(bytes.status(), context);
