@@ -671,31 +671,12 @@ mod tests {
         assert_eq!(redact("a SUPERSECRETVALUE b", &secrets), "a *** b");
     }
 
-    /// Runs the store checks against a real S3 API when one is configured:
-    /// TIMELAKE_TEST_S3_ENDPOINT (e.g. a local moto or minio server) and
-    /// TIMELAKE_TEST_S3_BUCKET (an existing bucket). Skipped otherwise.
+    /// Runs the store checks against a real S3 API (see
+    /// `crate::tests::s3_test_config`).
     #[test]
     #[ignore = "needs an S3 server: set TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET, run with --ignored"]
     fn s3_store_if_configured() {
-        let (Ok(endpoint), Ok(bucket)) = (
-            std::env::var("TIMELAKE_TEST_S3_ENDPOINT"),
-            std::env::var("TIMELAKE_TEST_S3_BUCKET"),
-        ) else {
-            panic!("run with TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET set");
-        };
-        let options = vec![
-            ("aws_endpoint".to_string(), endpoint),
-            ("aws_allow_http".to_string(), "true".to_string()),
-            ("aws_region".to_string(), "us-east-1".to_string()),
-            (
-                "aws_access_key_id".to_string(),
-                "AKIDTIMELAKETEST".to_string(),
-            ),
-            (
-                "aws_secret_access_key".to_string(),
-                "timelake-fake-secret".to_string(),
-            ),
-        ];
+        let (bucket, options) = crate::tests::s3_test_config();
         let prefix = format!("timelake-test-{}", std::process::id());
         let store = Store::open(&format!("s3://{bucket}/{prefix}"), &options).unwrap();
         exercise(&store, true);

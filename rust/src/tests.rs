@@ -347,6 +347,31 @@ fn column<T: 'static>(batch: &RecordBatch, i: usize) -> &T {
     batch.column(i).as_any().downcast_ref::<T>().unwrap()
 }
 
+/// The bucket and store options of the S3 server the ignored tests run
+/// against: TIMELAKE_TEST_S3_ENDPOINT (e.g. a local moto server) and
+/// TIMELAKE_TEST_S3_BUCKET (an existing bucket). Panics when unset, so that
+/// `--ignored` without a server fails instead of passing.
+pub(crate) fn s3_test_config() -> (String, Vec<(String, String)>) {
+    let (Ok(endpoint), Ok(bucket)) = (
+        std::env::var("TIMELAKE_TEST_S3_ENDPOINT"),
+        std::env::var("TIMELAKE_TEST_S3_BUCKET"),
+    ) else {
+        panic!("run with TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET set");
+    };
+    let options = [
+        ("aws_endpoint", endpoint.as_str()),
+        ("aws_allow_http", "true"),
+        ("aws_region", "us-east-1"),
+        ("aws_access_key_id", "AKIDTIMELAKETEST"),
+        ("aws_secret_access_key", "timelake-fake-secret"),
+    ];
+    let options = options
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    (bucket, options)
+}
+
 #[test]
 fn sql_end_to_end() {
     check_queries(&Fixture::new());
@@ -357,20 +382,12 @@ fn sql_end_to_end() {
 #[test]
 #[ignore = "needs an S3 server: set TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET, run with --ignored"]
 fn sql_end_to_end_on_s3_if_configured() {
-    let (Ok(endpoint), Ok(bucket)) = (
-        std::env::var("TIMELAKE_TEST_S3_ENDPOINT"),
-        std::env::var("TIMELAKE_TEST_S3_BUCKET"),
-    ) else {
-        panic!("run with TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET set");
-    };
+    let (bucket, options) = s3_test_config();
     let url = format!("s3://{bucket}/timelake-e2e-{}", std::process::id());
-    let options = [
-        ("aws_endpoint", endpoint.as_str()),
-        ("aws_allow_http", "true"),
-        ("aws_region", "us-east-1"),
-        ("aws_access_key_id", "AKIDTIMELAKETEST"),
-        ("aws_secret_access_key", "timelake-fake-secret"),
-    ];
+    let options: Vec<(&str, &str)> = options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let fx = Fixture::open(&url, &options, None);
     check_queries(&fx);
     let key = CString::new(DATA_KEY).unwrap();

@@ -2,8 +2,11 @@
 
 #include "timelake/commit/commit.h"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <random>
 #include <thread>
 
 namespace timelake::commit {
@@ -111,6 +114,13 @@ arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& ta
   const std::string_view stored(reinterpret_cast<const char*>((*existing)->data()),
                                 static_cast<size_t>((*existing)->size()));
   return stored == text;
+}
+
+void BackoffBeforeRetry(int attempt) {
+  thread_local std::mt19937 rng(std::random_device{}());
+  const int cap_ms = std::min(1000, 5 << std::clamp(attempt, 0, 8));
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(std::uniform_int_distribution<int>(1, cap_ms)(rng)));
 }
 
 void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string table_key,

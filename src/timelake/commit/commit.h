@@ -55,6 +55,10 @@ arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
 arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& table_key,
                               int64_t number, const format::TableMetadata& metadata);
 
+// Sleeps before commit attempt `attempt` + 1 after a lost race: a random
+// time up to 5 ms × 2^attempt (at most 1 s), so racing writers spread out.
+void BackoffBeforeRetry(int attempt);
+
 // Writes metadata/version-hint.text in the background (best effort).
 void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string table_key,
                            int64_t number);

@@ -88,8 +88,6 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
       if (e.status == 2) continue;  // DELETED
       LiveFile f;
       TIMELAKE_ASSIGN_OR_RAISE(f.key, store.KeyOf(e.data_file.file_path));
-      f.size = e.data_file.file_size_in_bytes;
-      f.records = e.data_file.record_count;
       f.sequence_number = e.sequence_number ? e.sequence_number : m.sequence_number;
       f.data_file = e.data_file;
       out.push_back(std::move(f));
@@ -159,7 +157,7 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
         ++pruned;
         continue;
       }
-      list.push_back({{"path", f.key}, {"size", f.size}});
+      list.push_back({{"path", f.key}, {"size", f.data_file.file_size_in_bytes}});
     }
     if (TraceScans()) {
       std::fprintf(stderr, "timelake scan: %s.%s: %zu live files, %zu pruned, %zu read\n",

@@ -20,11 +20,9 @@ namespace timelake::read {
 
 // A live data file of a table version.
 struct LiveFile {
-  std::string key;  // relative to the warehouse root
-  int64_t size = 0;
-  int64_t records = 0;
-  std::optional<int64_t> sequence_number;
-  format::DataFile data_file;  // with the statistics used for pruning
+  std::string key;                         // relative to the warehouse root
+  std::optional<int64_t> sequence_number;  // inherited from the manifest when unset
+  format::DataFile data_file;  // size, record count and the statistics for pruning
 };
 
 // The data files of the table's current snapshot (none without one).

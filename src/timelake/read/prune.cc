@@ -53,16 +53,6 @@ std::optional<Value> DecodeBound(const arrow::DataType& type, const std::string&
       if (v.ok()) return Value(*v);
       return std::nullopt;
     }
-    case arrow::Type::FLOAT: {
-      auto v = format::DecodeFloat(bytes);
-      if (v.ok()) return Value(static_cast<double>(*v));
-      return std::nullopt;
-    }
-    case arrow::Type::DOUBLE: {
-      auto v = format::DecodeDouble(bytes);
-      if (v.ok()) return Value(*v);
-      return std::nullopt;
-    }
     case arrow::Type::STRING:
       return Value(bytes);
     case arrow::Type::BOOL: {
@@ -85,12 +75,8 @@ std::optional<int> Compare(const Value& a, const Value& b) {
       return std::nullopt;
     };
     auto x = as_double(a), y = as_double(b);
-    if (!x || !y) return std::nullopt;
+    if (!x || !y || *x != *x || *y != *y) return std::nullopt;  // NaN: no order
     return *x < *y ? -1 : (*x > *y ? 1 : 0);
-  }
-  if (auto* d = std::get_if<double>(&a)) {
-    const double e = std::get<double>(b);
-    if (*d != *d || e != e) return std::nullopt;  // NaN: no order
   }
   if (a < b) return -1;
   if (b < a) return 1;
@@ -102,8 +88,6 @@ bool KindFits(const arrow::DataType& type, const std::string& kind) {
   switch (type.id()) {
     case arrow::Type::INT32:
     case arrow::Type::INT64:
-    case arrow::Type::FLOAT:
-    case arrow::Type::DOUBLE:
       return kind == "int" || kind == "float";
     case arrow::Type::DATE32:
       return kind == "date";
@@ -122,14 +106,10 @@ bool MayMatchOne(const format::DataFile& file, const Filter& f,
                  const arrow::Schema& schema) {
   const auto field = schema.GetFieldByName(f.column);
   if (!field) return true;
+  // Float columns fail KindFits on purpose: their bounds leave out NaN, which
+  // DataFusion orders above every number, and do not tell -0.0 from 0.0, so
+  // comparisons on them never prune.
   if (!f.values.empty() && !KindFits(*field->type(), f.kind)) return true;
-  // Float bounds leave out NaN, which DataFusion orders above every number,
-  // and do not tell -0.0 from 0.0: comparisons on them never prune.
-  const auto type_id = field->type()->id();
-  if (!f.values.empty() &&
-      (type_id == arrow::Type::FLOAT || type_id == arrow::Type::DOUBLE)) {
-    return true;
-  }
   const auto id = format::FieldId(*field);
   if (!id) return true;
   auto count = [](const std::map<int32_t, int64_t>& m,

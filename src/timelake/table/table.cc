@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
-#include <thread>
 
 #include "timelake/commit/commit.h"
 #include "timelake/format/manifest.h"
@@ -43,7 +41,6 @@ arrow::Result<write::Layout> LayoutOf(const internal::TableState& t) {
   layout.time_column = t.contract.time_column;
   layout.series_key = t.contract.series_key;
   layout.ingest_column = t.contract.ingest_column;
-  layout.chunk = t.contract.chunk;
   layout.dedup = t.contract.dedup;
   layout.compression_level = t.contract.compression_level;
   layout.row_group_rows = t.contract.row_group_rows;
@@ -155,7 +152,6 @@ arrow::Result<Table> Table::SetProperties(
     canonical[*k] = value;
   }
   const auto& store = *state_->lake->store;
-  thread_local std::mt19937 rng(std::random_device{}());
   std::shared_ptr<const internal::TableState> base = state_;
   for (int attempt = 1;; ++attempt) {
     format::TableMetadata next = base->metadata;
@@ -194,9 +190,7 @@ arrow::Result<Table> Table::SetProperties(
       return Conflict(context + ": commit conflict: gave up after " +
                       std::to_string(attempt) + " attempts, other writers kept winning");
     }
-    const int cap_ms = std::min(1000, 5 << std::min(attempt, 8));
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(std::uniform_int_distribution<int>(1, cap_ms)(rng)));
+    commit::BackoffBeforeRetry(attempt);
     TIMELAKE_ASSIGN_OR_RAISE(base, internal::LoadTableState(state_->lake, state_->name));
   }
 }
@@ -291,7 +285,6 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
 
   // The optimistic commit loop.
   const auto commit_start = Clock::now();
-  thread_local std::mt19937 rng(std::random_device{}());
   const int max_attempts = std::max(1, options.max_commit_attempts);
   std::string lost_list_key;
   for (int attempt = 1;; ++attempt) {
@@ -450,9 +443,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
                       " commit attempts, other writers kept winning (last seen version " +
                       std::to_string(base->version) + ")");
     }
-    const int cap_ms = std::min(1000, 5 << std::min(attempt, 8));
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(std::uniform_int_distribution<int>(1, cap_ms)(rng)));
+    commit::BackoffBeforeRetry(attempt);
   }
 }
 

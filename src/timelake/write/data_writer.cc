@@ -264,13 +264,9 @@ arrow::Result<WriteOutput> WriteDataFiles(
     std::vector<cp::SortKey> keys;
     arrow::FieldVector extra_fields;
     arrow::ChunkedArrayVector extra_columns;
-    extra_fields.push_back(arrow::field(kPartitionKey, arrow::int32()));
     if (partitions) {
+      extra_fields.push_back(arrow::field(kPartitionKey, arrow::int32()));
       extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(partitions));
-    } else {
-      TIMELAKE_ASSIGN_OR_RAISE(auto zeros,
-                               arrow::MakeArrayFromScalar(arrow::Int32Scalar(0), n));
-      extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(zeros));
     }
     arrow::Int64Builder rows;
     TIMELAKE_RETURN_NOT_OK(rows.Reserve(n));
@@ -287,7 +283,7 @@ arrow::Result<WriteOutput> WriteDataFiles(
     auto key = [](const std::string& name) {
       return cp::SortKey(name, cp::SortOrder::Ascending, cp::NullPlacement::AtStart);
     };
-    keys.push_back(key(kPartitionKey));
+    if (partitions) keys.push_back(key(kPartitionKey));
     for (const auto& k : layout.series_key) keys.push_back(key(k));
     keys.push_back(key(*layout.time_column));
     if (!layout.ingest_column.empty()) keys.push_back(key(layout.ingest_column));
@@ -320,8 +316,9 @@ arrow::Result<WriteOutput> WriteDataFiles(
       partitions = std::static_pointer_cast<arrow::Int32Array>(
           keyed->GetColumnByName(kPartitionKey)->chunk(0));
     }
-    TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->RemoveColumn(keyed->num_columns() - 1));
-    TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->RemoveColumn(keyed->num_columns() - 1));
+    for (size_t i = 0; i < extra_fields.size(); ++i) {
+      TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->RemoveColumn(keyed->num_columns() - 1));
+    }
     table = keyed;
   }
   out.rows = table->num_rows();
