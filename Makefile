@@ -6,6 +6,7 @@
 #   make test       every test (unit, end-to-end, compatibility)
 #   make debug      debug build
 #   make asan       unit tests under ASAN+UBSAN
+#   make fuzz       every fuzz target under libFuzzer+ASAN+UBSAN for FUZZ_SECONDS each
 #   make format     clang-format the tree
 
 SHELL := /bin/bash
@@ -16,8 +17,9 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 
 DEMO_WAREHOUSE ?= build/demo-warehouse
 DEMO_ARGS ?=
+FUZZ_SECONDS ?= 60
 
-.PHONY: all release debug asan demo test unit-test rust-test compat-test setup setup-test format clean
+.PHONY: all release debug asan fuzz demo test unit-test rust-test compat-test setup setup-test format clean
 
 all: release
 
@@ -45,20 +47,50 @@ rust-test: setup
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
 
 compat-test: release setup-test
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql
 
 test: setup-test release
 	ctest --preset release -j $(JOBS)
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql
 
 asan: setup
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
 
+# clang builds the fuzz targets (fuzz/) in build/fuzz; libstdc++ keeps them
+# link-compatible with the wheel's Arrow. Inputs found go to build/fuzz/corpus,
+# crashes to build/fuzz/artifacts (see fuzz/run.sh).
+fuzz:
+	@scripts/setup.sh fuzz
+	@CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTIMELAKE_LIBFUZZER=ON -DTIMELAKE_BUILD_TESTS=OFF -DTIMELAKE_WERROR=ON >/dev/null
+	@cmake --build build/fuzz --target fuzz_targets -j $(JOBS)
+	fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
+
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
 
 clean:
 	rm -rf build
+
+# Benchmarks side by side with the peers (bench/run.py, SPEC §12): each prints
+# and writes bench/results/<date>[-quick].md with plots beside it.
+#   make bench-quick   100 hosts x 12 h, 3 repeats: a few minutes
+#   make bench         100 hosts x 24 h and 1,000 hosts x 12 h, 5 repeats
+# bench/requirements.txt (numpy, matplotlib) goes into .venv once; a stamp
+# records what was installed. BENCH_ARGS passes more options to bench/run.py.
+BENCH_ARGS ?=
+.PHONY: bench bench-quick bench-deps
+
+bench-deps: setup
+	@cmp -s bench/requirements.txt .venv/.bench-requirements || { \
+	  .venv/bin/python -m pip install -q -r bench/requirements.txt && \
+	  cp bench/requirements.txt .venv/.bench-requirements; }
+
+bench-quick: setup-test release bench-deps
+	.venv/bin/python bench/run.py --quick $(BENCH_ARGS)
+
+bench: setup-test release bench-deps
+	.venv/bin/python bench/run.py $(BENCH_ARGS)

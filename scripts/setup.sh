@@ -2,6 +2,7 @@
 # Installs everything the build and the tests need, idempotently:
 #   scripts/setup.sh build   Debian packages and the Python venv with pyarrow
 #   scripts/setup.sh test    the above plus the peers the tests compare against
+#   scripts/setup.sh fuzz    the build's plus clang and its libFuzzer/sanitizer runtime
 # Safe to run again: each step checks before it installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +46,28 @@ if [[ ! -x .venv/bin/python ]] || ! cmp -s "$req" "$stamp"; then
   cp "$req" "$stamp"
 fi
 
+# --- versitygw: the S3-compatible server of the tests (scripts/s3server.py) -------
+# Built from its Go module into ~/.cache/timelake/go/bin; a stamp records the version.
+versitygw_version=v1.8.0
+install_versitygw() {
+  local gohome="$HOME/.cache/timelake/go"
+  local stamp="$gohome/bin/.versitygw-version"
+  if [[ -x "$gohome/bin/versitygw" ]] && [[ "$(cat "$stamp" 2>/dev/null)" == "$versitygw_version" ]]; then
+    return
+  fi
+  local go_cmd
+  go_cmd="$(command -v go || echo /usr/local/go/bin/go)"
+  [[ -x "$go_cmd" ]] || { say "go (>= 1.25) is required to build versitygw"; exit 1; }
+  say "building versitygw $versitygw_version into $gohome/bin"
+  GOBIN="$gohome/bin" GOPATH="$gohome/path" GOMODCACHE="$gohome/mod" GOCACHE="$gohome/cache" \
+    GOFLAGS="-modcacherw -buildvcs=false" \
+    "$go_cmd" install "github.com/versity/versitygw/cmd/versitygw@$versitygw_version"
+  echo "$versitygw_version" >"$stamp"
+}
+
 if [[ "$what" == test ]]; then
+  install_versitygw
+
   # Timelake 0.7, the compatibility oracle, in its own environment.
   if [[ ! -x .venv-tl07/bin/python ]] || ! .venv-tl07/bin/python -c 'import timelake' 2>/dev/null; then
     say "creating .venv-tl07 with timelake==0.7.0"
@@ -53,4 +75,25 @@ if [[ "$what" == test ]]; then
     .venv-tl07/bin/python -m pip install -q --upgrade pip
     .venv-tl07/bin/python -m pip install -q timelake==0.7.0 pyarrow==26.0.1
   fi
+fi
+
+if [[ "$what" == fuzz ]]; then
+  # `make fuzz` builds the fuzz targets with clang's -fsanitize=fuzzer, which
+  # needs the compiler-rt of exactly the installed clang's version.
+  installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+  sudo_cmd=""
+  [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+  fuzz_updated=""
+  fuzz_install() {
+    say "installing Debian packages: $*"
+    if [[ -z "$fuzz_updated" ]]; then
+      $sudo_cmd apt-get update -q
+      fuzz_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "$@"
+  }
+  installed clang || fuzz_install clang
+  clang_major="$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1)"
+  [[ -n "$clang_major" ]] || { say "cannot tell the version of clang"; exit 1; }
+  installed "libclang-rt-$clang_major-dev" || fuzz_install "libclang-rt-$clang_major-dev"
 fi

@@ -421,5 +421,45 @@ TEST_F(EndToEnd, SetPropertiesIsAMetadataOnlyCommitThatRebases) {
   EXPECT_EQ(ScalarInt(rows, 0), 1);
 }
 
+TEST_F(EndToEnd, QueriesSeeOwnCommitsAtOnceAndOthersAfterTheCheckInterval) {
+  TL_ASSERT_OK_AND_ASSIGN(auto mine, Lake::Open(dir_.string()));
+  TL_ASSERT_OK_AND_ASSIGN(auto other, Lake::Open(dir_.string()));
+  TableOptions opts = TsOptions();
+  opts.properties["timelake.version-check-interval"] = "1h";
+  TL_ASSERT_OK_AND_ASSIGN(auto table, mine.CreateTable("v", *Schema(), opts));
+  Session session(mine);
+  auto count = [&]() -> int64_t {
+    auto rows = session.Sql("SELECT count(*) FROM v");
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows.ok()
+               ? std::static_pointer_cast<arrow::Int64Array>((*rows)->column(0)->chunk(0))
+                     ->Value(0)
+               : -1;
+  };
+  EXPECT_EQ(count(), 0);
+  // Own commit (same lake): visible at once.
+  TL_ASSERT_OK_AND_ASSIGN(auto appended, table.Append({Batch({kT0}, {1}, {1.0})}));
+  EXPECT_EQ(count(), 1);
+  // Another lake's commit: this lake keeps reading the version it loaded
+  // for the table's version-check-interval (1h here)...
+  TL_ASSERT_OK_AND_ASSIGN(auto theirs, other.LoadTable("v"));
+  TL_ASSERT_OK(theirs.Append({Batch({kT0 + 1}, {1}, {2.0})}).status());
+  EXPECT_EQ(count(), 1);
+  // ...but a Refresh()ed handle sees it, and so does a lake whose interval
+  // is 0: the property is changed through `other`, then `mine` reloads.
+  TL_ASSERT_OK_AND_ASSIGN(auto fresh, appended.first.Refresh());
+  EXPECT_EQ(fresh.version(), 3);
+  EXPECT_EQ(count(), 2);  // the Refresh() loaded the newest version into the cache
+  TL_ASSERT_OK_AND_ASSIGN(auto latest_other, other.LoadTable("v"));
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto zero, latest_other.SetProperties({{"timelake.version-check-interval", "0s"}}));
+  TL_ASSERT_OK(zero.Append({Batch({kT0 + 2}, {1}, {3.0})}).status());
+  TL_ASSERT_OK(mine.LoadTable("v").status());  // loads v5 (interval 0) into mine
+  TL_ASSERT_OK(zero.Refresh().status());
+  TL_ASSERT_OK_AND_ASSIGN(auto again, other.LoadTable("v"));
+  TL_ASSERT_OK(again.Append({Batch({kT0 + 3}, {1}, {4.0})}).status());
+  EXPECT_EQ(count(), 4);  // interval 0: every query checks for a newer version
+}
+
 }  // namespace
 }  // namespace timelake

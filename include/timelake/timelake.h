@@ -245,6 +245,31 @@ class Table {
 struct SessionSettings {
   // DataFusion target partitions (parallelism). Default: 0 = number of cores.
   uint32_t target_partitions = 0;
+  // `timelake.*` settings of the session level (see settings.h), by SQL
+  // name: {"timelake.read_dedup", "false"}. They win over table properties;
+  // `SET timelake.x = …` in SQL changes them too. Default: none.
+  std::map<std::string, std::string> values;
+
+  // Sets one value after checking it against the registry. Errors: kInvalid
+  // for unknown names, settings not of the session level, bad values.
+  arrow::Status Set(std::string_view name, std::string_view value);
+};
+
+// One statement of a SQL script, as Session::Parse splits it.
+struct Statement {
+  enum class Kind {
+    kQuery,   // anything DataFusion runs: SELECT, SHOW, EXPLAIN, …
+    kSet,     // SET <name> = <value> (a `timelake.*` or DataFusion setting)
+    kRollup,  // CREATE / REFRESH / DROP MATERIALIZED ROLLUP
+  };
+  Kind kind = Kind::kQuery;
+  std::string text;  // without the ending ';', trimmed
+  int line = 1;      // line of the script where it starts
+  // Whether a ';' ended it (false only for the last statement of a script).
+  bool terminated = true;
+  // kSet: the name and the value, unquoted ("timelake.read_dedup", "false").
+  std::string name;
+  std::string value;
 };
 
 // A SQL session over a lake: catalog "timelake", namespaces as schemas, bare
@@ -263,7 +288,17 @@ class Session {
   // Runs one SQL statement and streams its result.
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> SqlStream(
       std::string_view sql);
-  // EXPLAIN ANALYZE of a query: the executed plan with its metrics.
+  // Splits a script into statements on ';' outside '…' strings, "…"
+  // identifiers, -- and /* */ comments; statements of only comments are
+  // dropped. Text after the last ';' (also an open string or comment) is a
+  // last statement with `terminated` false. Errors: kInvalid for a SET
+  // without a name or value, naming its line.
+  static arrow::Result<std::vector<Statement>> Parse(std::string_view script);
+
+  // EXPLAIN ANALYZE of a query: first one "timelake scan: ns.table: N live
+  // files, N pruned, N read, N merged for dedup" line per table scan (the
+  // engine's file pruning), then DataFusion's executed plan with its metrics
+  // (row groups and pages pruned and read).
   arrow::Result<std::string> ExplainAnalyze(std::string_view sql);
   // The newest row of every series of a table, by the tie rule (later
   // insertion, then later commit). Errors: kNotFound, kInvalid (not a
@@ -280,6 +315,22 @@ class Session {
 // NOT NULL columns are kInvalid errors naming the column (and the row count).
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> AlignBatch(
     const arrow::RecordBatch& batch, const arrow::Schema& table_schema);
+
+// The newest row of every series among `batches` (which share one schema),
+// by the tie rule: the latest `time_column`, then the latest `ingest_column`
+// (when the batches have it), then the later row (input order, batches in
+// order). Rows come out sorted by the series key; with an empty key there is
+// one series. nullptr when there are no rows. Errors: kInvalid for missing
+// columns or batches with different schemas.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> LatestPerSeries(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    const std::string& time_column, const std::vector<std::string>& series_key,
+    const std::string& ingest_column = "_ingest_ts");
+
+// The partition value of a data file Timelake wrote, from its path
+// (".../data/time_day=2024-01-02/<uuid>.parquet" gives "2024-01-02"), or
+// nullopt for a file of an unpartitioned table.
+std::optional<std::string> FilePartition(std::string_view path);
 
 // Waits for the background writes this process started (version hints).
 void Flush();

@@ -167,6 +167,32 @@ TlCode tl_store_list(TlStore* store, const char* prefix, int delimiter, TlListin
                      char** err);
 void tl_listing_free(TlListing* listing);
 
+// Streaming (multipart) upload of one object whose size is not known up front,
+// in bounded memory: the caller sends parts as it produces them; they upload
+// in the background, at most 2 at a time. Nothing is visible at `path` until
+// tl_store_upload_finish, when the whole object appears atomically (overwriting
+// any object at `path`; there is no put-if-absent here). An upload that is
+// aborted, or whose finish fails, leaves nothing behind. Traced as one
+// MULTIPART line on completion. A handle is used by one thread at a time.
+typedef struct TlUpload TlUpload;
+
+// Starts an upload of `path`.
+TlCode tl_store_upload_begin(TlStore* store, const char* path, TlUpload** out,
+                             char** err);
+// Sends the next part (copied; `len` > 0). Every part but the last must have
+// the same size of at least 5 MiB (S3's minimum). Waits while 2 parts are in
+// flight, and reports the failure of an earlier part; after an error the upload
+// can only be aborted. Not retried here (object_store retries its requests).
+TlCode tl_store_upload_part(TlUpload* upload, const uint8_t* data, size_t len,
+                            char** err);
+// Waits for the parts and completes the upload (at least one part must have
+// been sent). `out_etag` (optional) receives the new etag, NULL when the
+// backend has none (free with tl_string_free). Frees `upload` whatever the
+// outcome; on failure the upload is aborted.
+TlCode tl_store_upload_finish(TlUpload* upload, char** out_etag, char** err);
+// Discards the parts sent and frees `upload` (NULL is fine).
+TlCode tl_store_upload_abort(TlUpload* upload, char** err);
+
 // ---------------------------------------------------------------------------
 // SQL sessions on DataFusion.
 //
@@ -206,7 +232,16 @@ typedef struct TlCatalogCallbacks {
   //   {"column": "c", "op": "is_null"} / {"column": "c", "op": "is_not_null"}
   // and V is {"type": "int"|"float"|"string"|"bool"|"timestamp_us"|"date", "v": ...}
   // (timestamp_us: microseconds since the epoch, UTC; date: days since epoch).
-  // Writes {"files": [{"path": "<key relative to store root>", "size": n}, ...]}.
+  // The request also has "settings": {"<sql name without timelake.>": "value"}
+  // with the session's `SET timelake.*` values.
+  // Writes {"files": [{"path": "<key relative to store root>", "size": n,
+  //                    "seq": <sequence number>, "sorted": true|false}, ...],
+  //         "dedup": {"keys": ["series", ..., "time"], "order": ["_ingest_ts"],
+  //                   "groups": [[file index, ...], ...]}}
+  // "dedup" is optional: files of one group may hold rows with equal keys and
+  // are merged by (keys, order, seq), keeping the last row of equal keys; the
+  // other files are read as they are. "sorted" says a file is sorted by
+  // (keys, order) already.
   int (*plan_scan)(void* ctx, const char* schema, const char* table,
                    const char* request_json, TlSink* out);
   // Called once when the session has been freed and no result stream of it
@@ -214,6 +249,13 @@ typedef struct TlCatalogCallbacks {
   // released); ctx is not used afterwards. tl_session_new takes ownership of
   // ctx: when it fails, release is called before it returns. May be NULL.
   void (*release)(void* ctx);
+  // Optional (NULL: no `timelake.*` session settings). Writes a JSON array
+  // [{"name": "read_dedup", "description": "..."}, ...] of the settings
+  // `SET timelake.<name> = value` may change.
+  int (*describe_settings)(void* ctx, TlSink* out);
+  // Optional. Checks `SET timelake.<name> = value`: returns 0 when valid,
+  // otherwise an error whose message it writes to `out`.
+  int (*check_setting)(void* ctx, const char* name, const char* value, TlSink* out);
 } TlCatalogCallbacks;
 
 typedef struct TlSession TlSession;

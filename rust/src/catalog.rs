@@ -51,6 +51,13 @@ pub type PlanScanFn = unsafe extern "C" fn(
     out: *mut TlSink,
 ) -> c_int;
 pub type ReleaseFn = unsafe extern "C" fn(ctx: *mut c_void);
+pub type DescribeSettingsFn = unsafe extern "C" fn(ctx: *mut c_void, out: *mut TlSink) -> c_int;
+pub type CheckSettingFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    name: *const c_char,
+    value: *const c_char,
+    out: *mut TlSink,
+) -> c_int;
 
 /// `TlCatalogCallbacks` exactly as laid out in the header.
 #[repr(C)]
@@ -62,6 +69,8 @@ pub struct TlCatalogCallbacks {
     pub table_schema: Option<TableSchemaFn>,
     pub plan_scan: Option<PlanScanFn>,
     pub release: Option<ReleaseFn>,
+    pub describe_settings: Option<DescribeSettingsFn>,
+    pub check_setting: Option<CheckSettingFn>,
 }
 
 /// What a callback answered.
@@ -236,6 +245,72 @@ impl Callbacks {
                 format!("{what}: table not found"),
             )),
         }
+    }
+}
+
+/// One `timelake.*` session setting as C++ describes it.
+#[derive(Debug, Clone)]
+pub struct SettingInfo {
+    pub name: String,
+    pub description: String,
+}
+
+impl Callbacks {
+    /// The settings `SET timelake.*` may change (empty without the optional
+    /// callback).
+    pub fn describe_settings(&self) -> TlResult<Vec<SettingInfo>> {
+        let Some(describe) = self.raw.describe_settings else {
+            return Ok(Vec::new());
+        };
+        // SAFETY: as in `list_schemas`.
+        let answer = self.call("describe_settings", |ctx, out| unsafe {
+            describe(ctx, out)
+        })?;
+        match answer {
+            Answer::NotFound => Ok(Vec::new()),
+            Answer::Found(sink) => {
+                let invalid = || {
+                    TlError::internal(format!(
+                        "describe_settings returned invalid JSON: {}",
+                        sink.text()
+                    ))
+                };
+                let value: serde_json::Value =
+                    serde_json::from_slice(&sink.bytes).map_err(|_| invalid())?;
+                let items = value.as_array().ok_or_else(invalid)?;
+                items
+                    .iter()
+                    .map(|item| {
+                        let text = |key: &str| item.get(key).and_then(|v| v.as_str());
+                        Ok(SettingInfo {
+                            name: text("name").ok_or_else(invalid)?.to_string(),
+                            description: text("description").unwrap_or("").to_string(),
+                        })
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Checks one `SET timelake.<name> = value`.
+    pub fn check_setting(&self, name: &str, value: &str) -> TlResult<()> {
+        let Some(check) = self.raw.check_setting else {
+            return Ok(());
+        };
+        let c_name = c_string("setting name", name)?;
+        let c_value = c_string("setting value", value)?;
+        let mut sink = TlSink::default();
+        // SAFETY: as in `list_schemas`; the strings and sink outlive the call.
+        let rc = unsafe { check(self.raw.ctx, c_name.as_ptr(), c_value.as_ptr(), &mut sink) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let text = sink.text();
+        Err(TlError::invalid(if text.is_empty() {
+            format!("invalid value {value:?} for timelake.{name}")
+        } else {
+            text
+        }))
     }
 }
 

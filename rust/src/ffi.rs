@@ -470,6 +470,101 @@ pub unsafe extern "C" fn tl_listing_free(listing: *mut TlListing) {
     }));
 }
 
+// --- streaming uploads -------------------------------------------------------
+
+/// `TlUpload` of the header.
+pub struct TlUpload {
+    upload: crate::store::Upload,
+}
+
+/// # Safety
+/// Pointer arguments must be valid as described in the header.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_store_upload_begin(
+    store: *mut TlStore,
+    path: *const c_char,
+    out: *mut *mut TlUpload,
+    err: *mut *mut c_char,
+) -> TlCode {
+    guard(err, || {
+        require(out, "out")?;
+        // SAFETY: valid handle and string (header).
+        let (store, path) = unsafe { (handle(store, "store")?, str_arg(path, "path")?) };
+        let upload = crate::store::Upload::begin(Arc::clone(&store.store), path)?;
+        let handle = Box::into_raw(Box::new(TlUpload { upload }));
+        // SAFETY: `out` was checked above.
+        unsafe { write_out(out, "out", handle) }
+    })
+}
+
+/// # Safety
+/// `upload` must be a live handle from `tl_store_upload_begin`, not used
+/// from another thread during the call; `data` must point to `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_store_upload_part(
+    upload: *mut TlUpload,
+    data: *const u8,
+    len: usize,
+    err: *mut *mut c_char,
+) -> TlCode {
+    guard(err, || {
+        // SAFETY: a live handle used by this thread only (header).
+        let upload =
+            unsafe { upload.as_mut() }.ok_or_else(|| TlError::invalid("upload is NULL"))?;
+        if len == 0 || data.is_null() {
+            return Err(TlError::invalid("an upload part must not be empty"));
+        }
+        // SAFETY: `data` points to `len` readable bytes for the call; they are
+        // copied because the part is sent after the call returns.
+        let part = Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(data, len) });
+        upload.upload.put_part(part)
+    })
+}
+
+/// # Safety
+/// `upload` must be a live handle from `tl_store_upload_begin`; it is freed
+/// by this call whatever the outcome. `out_etag` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_store_upload_finish(
+    upload: *mut TlUpload,
+    out_etag: *mut *mut c_char,
+    err: *mut *mut c_char,
+) -> TlCode {
+    guard(err, || {
+        if upload.is_null() {
+            return Err(TlError::invalid("upload is NULL"));
+        }
+        // SAFETY: per this function's contract, the box leaked by
+        // `tl_store_upload_begin`; the caller does not use it again.
+        let upload = unsafe { Box::from_raw(upload) };
+        let etag = upload.upload.finish()?;
+        if !out_etag.is_null() {
+            let value = etag.as_deref().map_or(ptr::null_mut(), into_c_string);
+            // SAFETY: a non-NULL `out_etag` is writable.
+            unsafe { *out_etag = value };
+        }
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `upload` must be NULL or a live handle from `tl_store_upload_begin`; it is
+/// freed by this call whatever the outcome.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_store_upload_abort(
+    upload: *mut TlUpload,
+    err: *mut *mut c_char,
+) -> TlCode {
+    guard(err, || {
+        if upload.is_null() {
+            return Ok(());
+        }
+        // SAFETY: as for `tl_store_upload_finish`.
+        let upload = unsafe { Box::from_raw(upload) };
+        upload.upload.abort()
+    })
+}
+
 // --- sinks -------------------------------------------------------------------
 
 /// # Safety

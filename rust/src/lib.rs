@@ -10,12 +10,14 @@
 //! - [`runtime`]: the crate's tokio runtime and the sync/async bridges.
 
 pub mod catalog;
+pub mod dedup;
 pub mod error;
 pub mod ffi;
 pub mod filters;
 pub mod provider;
 pub mod runtime;
 pub mod session;
+pub mod settings;
 pub mod store;
 pub mod stream;
 pub mod trace;

@@ -7,25 +7,36 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::SchemaRef;
+use arrow::compute::SortOptions;
+use arrow::datatypes::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::project_schema;
+use datafusion::common::ScalarValue;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::CachedParquetFileReaderFactory;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
-use datafusion::error::Result as DFResult;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result as DFResult};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
+use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use serde_json::{json, Value};
 
 use crate::catalog::Callbacks;
+use crate::dedup::DedupExec;
 use crate::error::{TlError, TlResult};
 use crate::filters::translate_filters;
 use crate::runtime;
+use crate::settings::TimelakeOptions;
 use crate::store::Store;
 
 /// One table of the catalog, as resolved for one query.
@@ -58,10 +69,17 @@ impl TimelakeTable {
     /// The `plan_scan` request (format documented in the header).
     fn scan_request(
         &self,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         limit: Option<usize>,
     ) -> String {
+        let settings = state
+            .config_options()
+            .extensions
+            .get::<TimelakeOptions>()
+            .map(|o| o.values().clone())
+            .unwrap_or_default();
         let projection = projection.map(|indices| {
             indices
                 .iter()
@@ -72,12 +90,13 @@ impl TimelakeTable {
             "filters": translate_filters(filters, &self.schema),
             "projection": projection,
             "limit": limit,
+            "settings": settings,
         })
         .to_string()
     }
 
-    /// Parses the `plan_scan` answer into files to read.
-    fn parse_files(&self, answer: &str) -> TlResult<Vec<PartitionedFile>> {
+    /// Parses the `plan_scan` answer into files to read and dedup groups.
+    fn parse_answer(&self, answer: &str) -> TlResult<ScanPlan> {
         let what = format!("plan_scan({}.{})", self.schema_name, self.table_name);
         let invalid = |why: &str| TlError::internal(format!("{what} returned {why}: {answer}"));
         let value: Value = serde_json::from_str(answer).map_err(|e| invalid(&e.to_string()))?;
@@ -85,7 +104,7 @@ impl TimelakeTable {
             .get("files")
             .and_then(Value::as_array)
             .ok_or_else(|| invalid("no \"files\" array"))?;
-        files
+        let files = files
             .iter()
             .map(|file| {
                 let path = file
@@ -101,10 +120,262 @@ impl TimelakeTable {
                 let location = self.store.location(path)?;
                 let mut partitioned = PartitionedFile::new(String::new(), size);
                 partitioned.object_meta.location = location;
-                Ok(partitioned)
+                Ok(PlannedFile {
+                    file: partitioned,
+                    seq: file.get("seq").and_then(Value::as_i64).unwrap_or(0),
+                    sorted: file.get("sorted").and_then(Value::as_bool).unwrap_or(false),
+                })
             })
-            .collect()
+            .collect::<TlResult<Vec<_>>>()?;
+        let mut plan = ScanPlan { files, dedup: None };
+        if let Some(dedup) = value.get("dedup").filter(|d| !d.is_null()) {
+            let names = |key: &str| -> TlResult<Vec<usize>> {
+                dedup
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| invalid(&format!("dedup without \"{key}\"")))?
+                    .iter()
+                    .map(|n| {
+                        let name = n.as_str().ok_or_else(|| invalid("a non-string column"))?;
+                        self.schema
+                            .index_of(name)
+                            .map_err(|_| invalid(&format!("unknown dedup column {name:?}")))
+                    })
+                    .collect()
+            };
+            let keys = names("keys")?;
+            let order = names("order")?;
+            let groups = dedup
+                .get("groups")
+                .and_then(Value::as_array)
+                .ok_or_else(|| invalid("dedup without \"groups\""))?
+                .iter()
+                .map(|g| {
+                    g.as_array()
+                        .ok_or_else(|| invalid("a group that is not an array"))?
+                        .iter()
+                        .map(|i| {
+                            i.as_u64()
+                                .map(|i| i as usize)
+                                .filter(|&i| i < plan.files.len())
+                                .ok_or_else(|| invalid("a bad file index"))
+                        })
+                        .collect::<TlResult<Vec<_>>>()
+                })
+                .collect::<TlResult<Vec<_>>>()?;
+            if !groups.is_empty() {
+                plan.dedup = Some(DedupPlan {
+                    keys,
+                    order,
+                    groups,
+                });
+            }
+        }
+        Ok(plan)
     }
+
+    /// A Parquet scan of `files` (one file group per entry of `groups`).
+    fn parquet_scan(
+        &self,
+        state: &dyn Session,
+        groups: Vec<FileGroup>,
+        partition_cols: Vec<FieldRef>,
+        projection: Option<Vec<usize>>,
+        ordering: Option<LexOrdering>,
+        limit: Option<usize>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let object_store_url = ObjectStoreUrl::parse(self.store.base_url().as_str())?;
+        let runtime_env = state.runtime_env();
+        let client = runtime_env.object_store(&object_store_url)?;
+        // Parquet footers are cached per session, like DataFusion's own
+        // Parquet tables do; data files are immutable in Iceberg.
+        let reader_factory = CachedParquetFileReaderFactory::new(
+            client,
+            runtime_env.cache_manager.get_file_metadata_cache(),
+        );
+
+        let options = state.default_table_options().parquet;
+        let metadata_size_hint = options.global.metadata_size_hint;
+        let table_schema = TableSchema::builder(Arc::clone(&self.schema))
+            .with_table_partition_cols(partition_cols)
+            .build();
+        let mut source = ParquetSource::new(table_schema)
+            .with_table_parquet_options(options)
+            .with_enable_page_index(true)
+            .with_parquet_file_reader_factory(Arc::new(reader_factory));
+        if let Some(hint) = metadata_size_hint {
+            source = source.with_metadata_size_hint(hint);
+        }
+        // No `with_predicate` here on purpose: the filters stay in a
+        // FilterExec above this scan (they are Inexact), and DataFusion's
+        // physical FilterPushdown rule, which always runs, pushes them into
+        // this ParquetSource as its pruning predicate (row groups, page
+        // index, bloom filters; row-level too with
+        // `datafusion.execution.parquet.pushdown_filters`). Setting it here
+        // as well would make the source evaluate every filter twice.
+        let mut builder = FileScanConfigBuilder::new(object_store_url, Arc::new(source))
+            .with_file_groups(groups)
+            .with_projection_indices(projection)?
+            .with_limit(limit);
+        if let Some(ordering) = ordering {
+            builder = builder.with_output_ordering(vec![ordering]);
+        }
+        Ok(DataSourceExec::from_data_source(builder.build()))
+    }
+
+    /// Files that may share keys, merged by the tie rule: a sorted scan of
+    /// every file (its commit sequence as an extra column), merged, then
+    /// the last row of each key kept, then `projection`.
+    ///
+    /// Filters stay in DataFusion's FilterExec above the whole table scan,
+    /// i.e. after dedup. Only those on key columns pass [`DedupExec`] into
+    /// the Parquet scan as pruning predicates, so no row group is skipped
+    /// for a value an older version of a row had.
+    fn dedup_scan(
+        &self,
+        state: &dyn Session,
+        files: Vec<PlannedFile>,
+        dedup: &DedupPlan,
+        projection: Option<&Vec<usize>>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let n = self.schema.fields().len();
+        // Scan every column the output, the keys or the order need, plus
+        // the sequence number column at index n.
+        let mut needed: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..n).collect(),
+        };
+        for &i in dedup.keys.iter().chain(dedup.order.iter()) {
+            if !needed.contains(&i) {
+                needed.push(i);
+            }
+        }
+        let mut scanned = needed.clone();
+        scanned.sort_unstable();
+        scanned.push(n);
+        let position = |table_index: usize| scanned.iter().position(|&c| c == table_index);
+
+        let seq_field: FieldRef = Arc::new(Field::new(SEQ_COLUMN, DataType::Int64, false));
+        let scan_schema = {
+            let mut fields: Vec<FieldRef> = scanned[..scanned.len() - 1]
+                .iter()
+                .map(|&i| Arc::new(self.schema.field(i).clone()))
+                .collect();
+            fields.push(Arc::clone(&seq_field));
+            Arc::new(ArrowSchema::new(fields))
+        };
+        let sort_exprs = dedup
+            .keys
+            .iter()
+            .chain(dedup.order.iter())
+            .map(|&i| {
+                let at = position(i).expect("scanned holds every key");
+                PhysicalSortExpr::new(
+                    Arc::new(Column::new(self.schema.field(i).name(), at)),
+                    SortOptions::new(false, true),
+                )
+            })
+            .chain(std::iter::once(PhysicalSortExpr::new(
+                Arc::new(Column::new(SEQ_COLUMN, scanned.len() - 1)),
+                SortOptions::new(false, true),
+            )));
+        let ordering = LexOrdering::new(sort_exprs)
+            .ok_or_else(|| DataFusionError::Internal("empty dedup ordering".into()))?;
+        // The same ordering in table-schema indices, for the file scan.
+        let table_ordering = LexOrdering::new(
+            dedup
+                .keys
+                .iter()
+                .chain(dedup.order.iter())
+                .map(|&i| {
+                    PhysicalSortExpr::new(
+                        Arc::new(Column::new(self.schema.field(i).name(), i)),
+                        SortOptions::new(false, true),
+                    )
+                })
+                .chain(std::iter::once(PhysicalSortExpr::new(
+                    Arc::new(Column::new(SEQ_COLUMN, n)),
+                    SortOptions::new(false, true),
+                ))),
+        );
+        let all_sorted = files.iter().all(|f| f.sorted);
+        let groups = files
+            .into_iter()
+            .map(|f| {
+                let mut file = f.file;
+                file.partition_values = vec![ScalarValue::Int64(Some(f.seq))];
+                FileGroup::new(vec![file])
+            })
+            .collect();
+        let mut input = self.parquet_scan(
+            state,
+            groups,
+            vec![seq_field],
+            Some(scanned.clone()),
+            if all_sorted { table_ordering } else { None },
+            None,
+        )?;
+        if !all_sorted {
+            input =
+                Arc::new(SortExec::new(ordering.clone(), input).with_preserve_partitioning(true));
+        }
+        debug_assert_eq!(input.schema().fields().len(), scan_schema.fields().len());
+        let merged: Arc<dyn ExecutionPlan> =
+            Arc::new(SortPreservingMergeExec::new(ordering.clone(), input));
+        let keys = dedup
+            .keys
+            .iter()
+            .map(|&i| position(i).expect("scanned holds every key"))
+            .collect();
+        let deduped: Arc<dyn ExecutionPlan> = Arc::new(DedupExec::new(merged, keys, ordering));
+        let output = needed
+            .iter()
+            .take(match projection {
+                Some(p) => p.len(),
+                None => n,
+            })
+            .map(|&i| {
+                let at = position(i).expect("scanned holds every output column");
+                let name = self.schema.field(i).name().clone();
+                (
+                    Arc::new(Column::new(&name, at)) as Arc<dyn PhysicalExpr>,
+                    name,
+                )
+            })
+            .collect::<Vec<_>>();
+        Ok(Arc::new(ProjectionExec::try_new(output, deduped)?))
+    }
+}
+
+/// Deals `files` out to `n` groups in turn. C++ lists them newest first, so
+/// every partition starts with new data (top-k queries on time fill early).
+fn round_robin(files: Vec<PartitionedFile>, n: usize) -> Vec<FileGroup> {
+    let n = n.min(files.len()).max(1);
+    let mut groups: Vec<Vec<PartitionedFile>> = (0..n).map(|_| Vec::new()).collect();
+    for (i, file) in files.into_iter().enumerate() {
+        groups[i % n].push(file);
+    }
+    groups.into_iter().map(FileGroup::new).collect()
+}
+
+/// The name of the commit-sequence column a dedup scan adds.
+const SEQ_COLUMN: &str = "__timelake_seq";
+
+struct PlannedFile {
+    file: PartitionedFile,
+    seq: i64,
+    sorted: bool,
+}
+
+struct DedupPlan {
+    keys: Vec<usize>,
+    order: Vec<usize>,
+    groups: Vec<Vec<usize>>,
+}
+
+struct ScanPlan {
+    files: Vec<PlannedFile>,
+    dedup: Option<DedupPlan>,
 }
 
 #[async_trait]
@@ -133,7 +404,7 @@ impl TableProvider for TimelakeTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
-        let request = self.scan_request(projection, filters, limit);
+        let request = self.scan_request(state, projection, filters, limit);
         let callbacks = Arc::clone(&self.callbacks);
         let (schema_name, table_name) = (self.schema_name.clone(), self.table_name.clone());
         let answer = runtime::call_blocking(move || {
@@ -142,8 +413,8 @@ impl TableProvider for TimelakeTable {
         .await
         .and_then(|r| r)
         .map_err(TlError::into_datafusion)?;
-        let files = self
-            .parse_files(&answer)
+        let ScanPlan { files, dedup } = self
+            .parse_answer(&answer)
             .map_err(TlError::into_datafusion)?;
 
         if files.is_empty() {
@@ -151,40 +422,49 @@ impl TableProvider for TimelakeTable {
             return Ok(Arc::new(EmptyExec::new(projected)));
         }
 
-        let object_store_url = ObjectStoreUrl::parse(self.store.base_url().as_str())?;
-        let runtime_env = state.runtime_env();
-        let client = runtime_env.object_store(&object_store_url)?;
-        // Parquet footers are cached per session, like DataFusion's own
-        // Parquet tables do; data files are immutable in Iceberg.
-        let reader_factory = CachedParquetFileReaderFactory::new(
-            client,
-            runtime_env.cache_manager.get_file_metadata_cache(),
-        );
+        let target = state.config().target_partitions().max(1);
+        let Some(dedup) = dedup else {
+            let plain = files.into_iter().map(|f| f.file).collect();
+            let groups = round_robin(plain, target);
+            return self.parquet_scan(state, groups, vec![], projection.cloned(), None, limit);
+        };
 
-        let options = state.default_table_options().parquet;
-        let metadata_size_hint = options.global.metadata_size_hint;
-        let mut source = ParquetSource::new(Arc::clone(&self.schema))
-            .with_table_parquet_options(options)
-            .with_enable_page_index(true)
-            .with_parquet_file_reader_factory(Arc::new(reader_factory));
-        if let Some(hint) = metadata_size_hint {
-            source = source.with_metadata_size_hint(hint);
+        // Files of a dedup group are merged; the others are read as they are.
+        let mut in_group = vec![None; files.len()];
+        for (g, members) in dedup.groups.iter().enumerate() {
+            for &i in members {
+                in_group[i] = Some(g);
+            }
         }
-        // No `with_predicate` here on purpose: the filters stay in a
-        // FilterExec above this scan (they are Inexact), and DataFusion's
-        // physical FilterPushdown rule, which always runs, pushes them into
-        // this ParquetSource as its pruning predicate (row groups, page
-        // index, bloom filters; row-level too with
-        // `datafusion.execution.parquet.pushdown_filters`). Setting it here
-        // as well would make the source evaluate every filter twice.
-
-        let file_groups =
-            FileGroup::new(files).split_files(state.config().target_partitions().max(1));
-        let config = FileScanConfigBuilder::new(object_store_url, Arc::new(source))
-            .with_file_groups(file_groups)
-            .with_projection_indices(projection.cloned())?
-            .with_limit(limit)
-            .build();
-        Ok(DataSourceExec::from_data_source(config))
+        let mut grouped: Vec<Vec<PlannedFile>> = dedup.groups.iter().map(|_| Vec::new()).collect();
+        let mut plain = Vec::new();
+        for (file, group) in files.into_iter().zip(in_group) {
+            match group {
+                Some(g) => grouped[g].push(file),
+                None => plain.push(file.file),
+            }
+        }
+        let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
+        if !plain.is_empty() {
+            let groups = round_robin(plain, target);
+            inputs.push(self.parquet_scan(
+                state,
+                groups,
+                vec![],
+                projection.cloned(),
+                None,
+                None,
+            )?);
+        }
+        for mut group in grouped.into_iter().filter(|g| !g.is_empty()) {
+            // Older commits first: on fully equal sort keys the merge keeps
+            // input order, so the newer commit's row comes last and wins.
+            group.sort_by_key(|f| f.seq);
+            inputs.push(self.dedup_scan(state, group, &dedup, projection)?);
+        }
+        if inputs.len() == 1 {
+            return Ok(inputs.pop().expect("one input"));
+        }
+        Ok(UnionExec::try_new(inputs)?)
     }
 }

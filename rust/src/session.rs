@@ -8,18 +8,28 @@ use arrow::array::{Array, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
+use datafusion::logical_expr::ScalarUDF;
 use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::catalog::{Callbacks, TimelakeCatalog};
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
 use crate::runtime;
+use crate::settings::TimelakeOptions;
 use crate::store::redact;
 use crate::store::Store;
 use crate::stream;
 
 pub const CATALOG: &str = "timelake";
 pub const DEFAULT_SCHEMA: &str = "default";
+
+/// `time_bucket(interval, ts [, origin])`: DataFusion's `date_bin` under
+/// the name time-series users know (same results, origin 1970-01-01 UTC by
+/// default).
+fn time_bucket() -> ScalarUDF {
+    let date_bin = datafusion::functions::datetime::date_bin();
+    ScalarUDF::new_from_shared_impl(Arc::clone(date_bin.inner())).with_aliases(["time_bucket"])
+}
 
 pub struct Session {
     ctx: SessionContext,
@@ -40,7 +50,9 @@ impl Session {
         if target_partitions > 0 {
             config = config.with_target_partitions(target_partitions as usize);
         }
+        config = config.with_option_extension(TimelakeOptions::new(Arc::clone(&callbacks))?);
         let ctx = SessionContext::new_with_config(config);
+        ctx.register_udf(time_bucket());
         // The same client for scans as for the C API: one connection pool,
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));

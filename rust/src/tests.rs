@@ -6,7 +6,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::{
     Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array,
@@ -288,6 +288,8 @@ impl Fixture {
             table_schema: Some(table_schema_cb),
             plan_scan: Some(plan_scan),
             release: Some(release),
+            describe_settings: None,
+            check_setting: None,
         };
         let mut session = ptr::null_mut();
         // SAFETY: valid arguments.
@@ -347,29 +349,95 @@ fn column<T: 'static>(batch: &RecordBatch, i: usize) -> &T {
     batch.column(i).as_any().downcast_ref::<T>().unwrap()
 }
 
-/// The bucket and store options of the S3 server the ignored tests run
-/// against: TIMELAKE_TEST_S3_ENDPOINT (e.g. a local moto server) and
-/// TIMELAKE_TEST_S3_BUCKET (an existing bucket). Panics when unset, so that
-/// `--ignored` without a server fails instead of passing.
+/// The bucket and store options of the S3 server the S3 tests run against.
+///
+/// With TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET (an existing
+/// bucket) set, that server, with the credentials and region of
+/// TIMELAKE_TEST_S3_ACCESS_KEY_ID, TIMELAKE_TEST_S3_SECRET_ACCESS_KEY and
+/// TIMELAKE_TEST_S3_REGION (placeholders when unset). Otherwise a private
+/// server that `scripts/s3server.py` starts once per test process; it stops
+/// when the process exits and closes the launcher's stdin. Panics when the
+/// server cannot be had, so that the S3 tests fail rather than pass.
 pub(crate) fn s3_test_config() -> (String, Vec<(String, String)>) {
-    let (Ok(endpoint), Ok(bucket)) = (
-        std::env::var("TIMELAKE_TEST_S3_ENDPOINT"),
-        std::env::var("TIMELAKE_TEST_S3_BUCKET"),
-    ) else {
-        panic!("run with TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET set");
-    };
+    static SERVER: OnceLock<S3TestServer> = OnceLock::new();
+    let server = SERVER.get_or_init(S3TestServer::start);
     let options = [
-        ("aws_endpoint", endpoint.as_str()),
+        ("aws_endpoint", server.endpoint.as_str()),
         ("aws_allow_http", "true"),
-        ("aws_region", "us-east-1"),
-        ("aws_access_key_id", "AKIDTIMELAKETEST"),
-        ("aws_secret_access_key", "timelake-fake-secret"),
+        ("aws_region", server.region.as_str()),
+        ("aws_access_key_id", server.access_key_id.as_str()),
+        ("aws_secret_access_key", server.secret_access_key.as_str()),
     ];
     let options = options
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    (bucket, options)
+    (server.bucket.clone(), options)
+}
+
+struct S3TestServer {
+    endpoint: String,
+    bucket: String,
+    region: String,
+    access_key_id: String,
+    secret_access_key: String,
+    /// The launcher's stdin: never written, closed when the process exits,
+    /// which stops the server.
+    _stdin: Option<std::process::ChildStdin>,
+}
+
+impl S3TestServer {
+    fn start() -> Self {
+        let env = |name: &str| std::env::var(name).ok();
+        if let (Some(endpoint), Some(bucket)) = (
+            env("TIMELAKE_TEST_S3_ENDPOINT"),
+            env("TIMELAKE_TEST_S3_BUCKET"),
+        ) {
+            return Self {
+                endpoint,
+                bucket,
+                region: env("TIMELAKE_TEST_S3_REGION").unwrap_or("us-east-1".into()),
+                access_key_id: env("TIMELAKE_TEST_S3_ACCESS_KEY_ID")
+                    .unwrap_or("AKIDTIMELAKETEST".into()),
+                secret_access_key: env("TIMELAKE_TEST_S3_SECRET_ACCESS_KEY")
+                    .unwrap_or("timelake-fake-secret".into()),
+                _stdin: None,
+            };
+        }
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let python = root.join(".venv/bin/python");
+        let launcher = root.join("scripts/s3server.py");
+        let mut child = Command::new(&python)
+            .arg(&launcher)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+        // The launcher bounds its own wait: a line, or EOF when it gives up.
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let Ok(info) = serde_json::from_str::<Value>(&line) else {
+            let status = child.wait().unwrap();
+            panic!(
+                "{} did not start an S3 server ({status}; its stderr is above): {line:?}",
+                launcher.display()
+            );
+        };
+        let field = |name: &str| info[name].as_str().unwrap().to_string();
+        Self {
+            endpoint: field("endpoint"),
+            bucket: field("bucket"),
+            region: field("region"),
+            access_key_id: field("access_key_id"),
+            secret_access_key: field("secret_access_key"),
+            _stdin: child.stdin.take(),
+        }
+    }
 }
 
 #[test]
@@ -377,11 +445,9 @@ fn sql_end_to_end() {
     check_queries(&Fixture::new());
 }
 
-/// The same queries on S3 when one is configured (see
-/// `store::tests::s3_store_if_configured`).
+/// The same queries on an S3 server (see `s3_test_config`).
 #[test]
-#[ignore = "needs an S3 server: set TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET, run with --ignored"]
-fn sql_end_to_end_on_s3_if_configured() {
+fn sql_end_to_end_on_s3() {
     let (bucket, options) = s3_test_config();
     let url = format!("s3://{bucket}/timelake-e2e-{}", std::process::id());
     let options: Vec<(&str, &str)> = options
@@ -671,6 +737,8 @@ fn session_new_takes_ownership_of_ctx() {
         table_schema: Some(table_schema_cb),
         plan_scan: None,
         release: Some(release),
+        describe_settings: None,
+        check_setting: None,
     };
     let mut session = ptr::null_mut();
     // SAFETY: valid arguments except for the missing callback.

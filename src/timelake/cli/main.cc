@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -36,6 +37,7 @@
 #include <parquet/metadata.h>
 #include <parquet/properties.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #if defined(TIMELAKE_CLI_READLINE)
 #include <readline/history.h>
@@ -44,6 +46,7 @@
 
 #include "timelake/cli/demo.h"
 #include "timelake/cli/output.h"
+#include "timelake/settings.h"
 #include "timelake/timelake.h"
 
 namespace timelake::cli {
@@ -149,6 +152,50 @@ arrow::Result<std::vector<std::string>> SessionStatements(
     statements.push_back(fmt::format("SET {} = '{}'", key, value));
   }
   return statements;
+}
+
+// `timelake settings`: the registry, as an aligned table, Markdown or JSON.
+arrow::Status RunSettings(const std::string& format, std::ostream* out) {
+  if (format == "markdown") {
+    *out << settings::Markdown();
+    return arrow::Status::OK();
+  }
+  if (format == "json") {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& s : settings::All()) {
+      list.push_back({{"name", std::string(s.name)},
+                      {"property", s.PropertyKey()},
+                      {"sql", s.SqlName()},
+                      {"type", std::string(settings::TypeName(s.type))},
+                      {"choices", std::string(s.choices)},
+                      {"default", std::string(s.default_value)},
+                      {"levels", settings::LevelNames(s.levels)},
+                      {"since", std::string(s.since)},
+                      {"description", std::string(s.description)}});
+    }
+    *out << list.dump(2) << "\n";
+    return arrow::Status::OK();
+  }
+  size_t name_width = 0, type_width = 0, default_width = 0, level_width = 0;
+  for (const auto& s : settings::All()) {
+    name_width = std::max(name_width, s.PropertyKey().size());
+    type_width = std::max(type_width, settings::TypeName(s.type).size());
+    default_width = std::max(default_width, s.default_value.size());
+    level_width = std::max(level_width, settings::LevelNames(s.levels).size());
+  }
+  *out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", "setting", name_width,
+                      "type", type_width, "default", default_width, "levels", level_width,
+                      "description");
+  for (const auto& s : settings::All()) {
+    std::string description(s.description);
+    if (!s.choices.empty()) description += " [" + std::string(s.choices) + "]";
+    *out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", s.PropertyKey(),
+                        name_width, settings::TypeName(s.type), type_width,
+                        s.default_value.empty() ? "-" : std::string(s.default_value),
+                        default_width, settings::LevelNames(s.levels), level_width,
+                        description);
+  }
+  return arrow::Status::OK();
 }
 
 // --- input files ------------------------------------------------------------
@@ -389,88 +436,11 @@ arrow::Result<std::unique_ptr<InputFile>> OpenInput(const InputSpec& spec,
 
 // --- SQL scripts ------------------------------------------------------------
 
-struct Statement {
-  std::string text;
-  int line = 1;  // where the statement starts in the script
-};
-
-struct SplitScript {
-  std::vector<Statement> statements;  // each ended by ';' (not included)
-  std::string rest;                   // text after the last ';'
-  bool rest_has_sql = false;          // whether `rest` holds more than comments
-};
-
 std::string Trim(std::string_view text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return "";
   const size_t last = text.find_last_not_of(" \t\r\n");
   return std::string(text.substr(first, last - first + 1));
-}
-
-// Splits on ';' outside '…' strings, "…" identifiers, -- and /* */ comments.
-// Statements holding only comments and blanks are dropped.
-SplitScript SplitStatements(std::string_view script) {
-  enum class State { kCode, kSingle, kDouble, kLineComment, kBlockComment };
-  SplitScript split;
-  State state = State::kCode;
-  size_t begin = 0;
-  int line = 1;
-  int begin_line = 1;
-  bool has_sql = false;
-  for (size_t i = 0; i < script.size(); ++i) {
-    const char c = script[i];
-    const char next = i + 1 < script.size() ? script[i + 1] : '\0';
-    switch (state) {
-      case State::kCode:
-        if (c == '\'') {
-          state = State::kSingle;
-        } else if (c == '"') {
-          state = State::kDouble;
-        } else if (c == '-' && next == '-') {
-          state = State::kLineComment;
-          ++i;
-          break;
-        } else if (c == '/' && next == '*') {
-          state = State::kBlockComment;
-          ++i;
-          break;
-        } else if (c == ';') {
-          if (has_sql) {
-            split.statements.push_back(
-                {Trim(script.substr(begin, i - begin)), begin_line});
-          }
-          begin = i + 1;
-          begin_line = line;
-          has_sql = false;
-          break;
-        }
-        if (!std::isspace(static_cast<unsigned char>(c))) {
-          if (!has_sql) begin_line = line;
-          has_sql = true;
-        }
-        break;
-      case State::kSingle:
-        if (c == '\'') state = State::kCode;  // '' re-enters at once: an escape
-        break;
-      case State::kDouble:
-        if (c == '"') state = State::kCode;
-        break;
-      case State::kLineComment:
-        if (c == '\n') state = State::kCode;
-        break;
-      case State::kBlockComment:
-        if (c == '*' && next == '/') {
-          state = State::kCode;
-          ++i;
-        }
-        break;
-    }
-    if (c == '\n') ++line;
-  }
-  split.rest = std::string(script.substr(begin));
-  split.rest_has_sql = has_sql;
-  if (has_sql) split.statements.push_back({Trim(split.rest), begin_line});
-  return split;
 }
 
 // Where and how results go.
@@ -607,15 +577,24 @@ arrow::Status RunShell(Session* session, const OutputTarget& target, bool explai
     }
     buffer += *line;
     buffer += '\n';
-    SplitScript split = SplitStatements(buffer);
+    auto statements = Session::Parse(buffer);
+    if (!statements.ok()) {
+      PrintError(statements.status());
+      buffer.clear();
+      continue;
+    }
     // Complete statements run now; an unterminated one waits for more lines.
-    if (split.rest_has_sql) split.statements.pop_back();
-    for (const auto& statement : split.statements) {
+    std::string rest;
+    if (!statements->empty() && !statements->back().terminated) {
+      rest = statements->back().text + "\n";
+      statements->pop_back();
+    }
+    for (const auto& statement : *statements) {
       AddHistory(statement.text + ";");
       auto status = RunStatement(session, statement.text, explain_analyze, target, out);
       if (!status.ok()) PrintError(status);
     }
-    buffer = split.rest_has_sql ? split.rest : "";
+    buffer = rest;
   }
 #if defined(TIMELAKE_CLI_READLINE)
   if (!history.empty()) {
@@ -839,16 +818,16 @@ arrow::Status RunSql(const GlobalArgs& global, const SqlCommand& args) {
   ARROW_RETURN_NOT_OK(ApplySessionStatements(&session, session_statements));
   if (interactive) return RunShell(&session, target, args.explain_analyze, out->get());
 
-  const SplitScript split = SplitStatements(script);
-  if (split.statements.empty()) return UsageError("no SQL statement given");
-  if (target.format == OutputFormat::kParquet && split.statements.size() > 1) {
+  ARROW_ASSIGN_OR_RAISE(const auto statements, Session::Parse(script));
+  if (statements.empty()) return UsageError("no SQL statement given");
+  if (target.format == OutputFormat::kParquet && statements.size() > 1) {
     return UsageError("--format parquet takes a single statement");
   }
-  for (const auto& statement : split.statements) {
+  for (const auto& statement : statements) {
     auto status =
         RunStatement(&session, statement.text, args.explain_analyze, target, out->get());
     if (!status.ok()) {
-      if (split.statements.size() == 1) return status;
+      if (statements.size() == 1) return status;
       return WithContext(status, fmt::format("statement at line {}", statement.line));
     }
   }
@@ -1110,6 +1089,15 @@ int Main(int argc, char** argv) {
   alter_cmd->add_option("--unset", alter.unsets, "Property KEY to remove (repeatable)")
       ->allow_extra_args(false);
 
+  std::string settings_format = "table";
+  auto* settings_cmd = app.add_subcommand(
+      "settings", "List every timelake.* setting: type, default, levels, description");
+  settings_cmd
+      ->add_option("--format", settings_format,
+                   "table, markdown (docs/settings.md) or json")
+      ->check(CLI::IsMember({"table", "markdown", "json"}))
+      ->capture_default_str();
+
   DemoOptions demo;
   std::string demo_warehouse;
   auto* demo_cmd = app.add_subcommand(
@@ -1157,6 +1145,8 @@ int Main(int argc, char** argv) {
       status = RunDrop(global, drop_table, drop_if_exists);
     } else if (alter_cmd->parsed()) {
       status = RunAlter(global, alter);
+    } else if (settings_cmd->parsed()) {
+      status = RunSettings(settings_format, &std::cout);
     } else if (demo_cmd->parsed()) {
       demo.warehouse = !demo_warehouse.empty()     ? demo_warehouse
                        : !global.warehouse.empty() ? global.warehouse

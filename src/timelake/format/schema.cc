@@ -4,10 +4,13 @@
 
 #include <arrow/util/key_value_metadata.h>
 
+#include "timelake/format/json_int.h"
+
 namespace timelake::format {
 
 namespace {
 
+using internal::GetInt;
 using nlohmann::json;
 
 std::shared_ptr<arrow::KeyValueMetadata> IdMetadata(int id) {
@@ -24,7 +27,7 @@ arrow::Result<std::shared_ptr<arrow::Field>> FieldFromJson(const json& f) {
   const std::string name = f["name"].get<std::string>();
   TIMELAKE_ASSIGN_OR_RAISE(auto type, TypeFromJson(f["type"], name));
   const bool required = f.value("required", false);
-  return arrow::field(name, type, !required, IdMetadata(f["id"].get<int>()));
+  return arrow::field(name, type, !required, IdMetadata(GetInt<int>(f["id"])));
 }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type,
@@ -74,16 +77,16 @@ arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type,
                              TypeFromJson(type.at("element"), where + ".element"));
     return arrow::list(arrow::field("element", elem,
                                     !type.value("element-required", false),
-                                    IdMetadata(type.at("element-id").get<int>())));
+                                    IdMetadata(GetInt<int>(type.at("element-id")))));
   }
   if (kind == "map") {
     TIMELAKE_ASSIGN_OR_RAISE(auto key, TypeFromJson(type.at("key"), where + ".key"));
     TIMELAKE_ASSIGN_OR_RAISE(auto value,
                              TypeFromJson(type.at("value"), where + ".value"));
     auto key_field =
-        arrow::field("key", key, false, IdMetadata(type.at("key-id").get<int>()));
+        arrow::field("key", key, false, IdMetadata(GetInt<int>(type.at("key-id"))));
     auto value_field = arrow::field("value", value, !type.value("value-required", false),
-                                    IdMetadata(type.at("value-id").get<int>()));
+                                    IdMetadata(GetInt<int>(type.at("value-id"))));
     return std::make_shared<arrow::MapType>(key_field, value_field);
   }
   return Corrupt("column '" + where + "' has an unknown Iceberg type '" + kind + "'");

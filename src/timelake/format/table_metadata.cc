@@ -3,9 +3,13 @@
 #include "timelake/format/table_metadata.h"
 
 #include <algorithm>
+#include <climits>
+
+#include "timelake/format/json_int.h"
 
 namespace timelake::format {
 
+using internal::GetInt;
 using nlohmann::json;
 
 namespace {
@@ -17,12 +21,12 @@ std::string SummaryValue(const json& v) {
 
 arrow::Result<Snapshot> ParseSnapshot(const json& s) {
   Snapshot out;
-  out.snapshot_id = s.at("snapshot-id").get<int64_t>();
+  out.snapshot_id = GetInt<int64_t>(s.at("snapshot-id"));
   if (s.contains("parent-snapshot-id") && !s["parent-snapshot-id"].is_null()) {
-    out.parent_snapshot_id = s["parent-snapshot-id"].get<int64_t>();
+    out.parent_snapshot_id = GetInt<int64_t>(s["parent-snapshot-id"]);
   }
-  out.sequence_number = s.value("sequence-number", int64_t{0});
-  out.timestamp_ms = s.at("timestamp-ms").get<int64_t>();
+  out.sequence_number = GetInt<int64_t>(s, "sequence-number", 0);
+  out.timestamp_ms = GetInt<int64_t>(s.at("timestamp-ms"));
   if (s.contains("manifest-list")) {
     out.manifest_list = s["manifest-list"].get<std::string>();
   } else {
@@ -33,7 +37,7 @@ arrow::Result<Snapshot> ParseSnapshot(const json& s) {
   if (s.contains("summary")) {
     for (const auto& [k, v] : s["summary"].items()) out.summary[k] = SummaryValue(v);
   }
-  if (s.contains("schema-id")) out.schema_id = s["schema-id"].get<int>();
+  if (s.contains("schema-id")) out.schema_id = GetInt<int>(s["schema-id"]);
   for (const auto& [k, v] : s.items()) {
     if (k != "snapshot-id" && k != "parent-snapshot-id" && k != "sequence-number" &&
         k != "timestamp-ms" && k != "manifest-list" && k != "summary" &&
@@ -62,7 +66,7 @@ json SnapshotToJson(const Snapshot& s) {
 
 const json& TableMetadata::CurrentSchema() const {
   for (const auto& s : doc.at("schemas")) {
-    if (s.value("schema-id", 0) == current_schema_id) return s;
+    if (GetInt<int>(s, "schema-id", 0) == current_schema_id) return s;
   }
   return doc.at("schemas").at(0);
 }
@@ -159,7 +163,7 @@ arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text,
     const json& d = m.doc;
     if (!d.is_object())
       return Corrupt("reading " + std::string(what) + ": not a JSON object");
-    m.format_version = d.at("format-version").get<int>();
+    m.format_version = GetInt<int>(d.at("format-version"));
     if (m.format_version != 1 && m.format_version != 2) {
       return Unsupported("reading " + std::string(what) + ": Iceberg format version " +
                          std::to_string(m.format_version) +
@@ -168,9 +172,9 @@ arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text,
     m.table_uuid = d.value("table-uuid", "");
     m.location = d.at("location").get<std::string>();
     while (!m.location.empty() && m.location.back() == '/') m.location.pop_back();
-    m.last_sequence_number = d.value("last-sequence-number", int64_t{0});
-    m.last_updated_ms = d.value("last-updated-ms", int64_t{0});
-    m.last_column_id = d.value("last-column-id", 0);
+    m.last_sequence_number = GetInt<int64_t>(d, "last-sequence-number", 0);
+    m.last_updated_ms = GetInt<int64_t>(d, "last-updated-ms", 0);
+    m.last_column_id = GetInt<int>(d, "last-column-id", 0);
     if (!d.contains("schemas")) {
       // Format v1 may hold a single "schema" instead.
       if (!d.contains("schema")) {
@@ -180,13 +184,13 @@ arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text,
       if (!schema.contains("schema-id")) schema["schema-id"] = 0;
       m.doc["schemas"] = json::array({schema});
     }
-    m.current_schema_id = d.value("current-schema-id", 0);
+    m.current_schema_id = GetInt<int>(d, "current-schema-id", 0);
     if (!m.doc["schemas"].is_array() || m.doc["schemas"].empty()) {
       return Corrupt("reading " + std::string(what) + ": empty schemas");
     }
     bool found_schema = false;
     for (const auto& s : m.doc["schemas"]) {
-      if (s.value("schema-id", 0) == m.current_schema_id) found_schema = true;
+      if (GetInt<int>(s, "schema-id", 0) == m.current_schema_id) found_schema = true;
     }
     if (!found_schema) {
       return Corrupt("reading " + std::string(what) + ": current-schema-id " +
@@ -198,13 +202,14 @@ arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text,
     }
     for (const auto& s : specs) {
       PartitionSpec spec;
-      spec.spec_id = s.value("spec-id", 0);
+      spec.spec_id = GetInt<int>(s, "spec-id", 0);
       int next_id = 1000;
       for (const auto& f : s.at("fields")) {
         PartitionField pf;
-        pf.source_id = f.at("source-id").get<int>();
-        pf.field_id = f.contains("field-id") ? f["field-id"].get<int>() : next_id;
-        next_id = pf.field_id + 1;
+        pf.source_id = GetInt<int>(f.at("source-id"));
+        pf.field_id = GetInt<int>(f, "field-id", next_id);
+        // v1 specs may omit ids; the next one follows (saturating: no overflow).
+        next_id = pf.field_id == INT_MAX ? pf.field_id : pf.field_id + 1;
         pf.name = f.at("name").get<std::string>();
         pf.transform = f.at("transform").get<std::string>();
         spec.fields.push_back(std::move(pf));
@@ -212,14 +217,14 @@ arrow::Result<TableMetadata> TableMetadata::Parse(std::string_view text,
       m.specs.push_back(std::move(spec));
     }
     if (m.specs.empty()) m.specs.push_back(PartitionSpec{});
-    m.default_spec_id = d.value("default-spec-id", 0);
-    m.last_partition_id = d.value("last-partition-id", 999);
+    m.default_spec_id = GetInt<int>(d, "default-spec-id", 0);
+    m.last_partition_id = GetInt<int>(d, "last-partition-id", 999);
     if (d.contains("properties") && d["properties"].is_object()) {
       for (const auto& [k, v] : d["properties"].items())
         m.properties[k] = SummaryValue(v);
     }
     if (d.contains("current-snapshot-id") && !d["current-snapshot-id"].is_null()) {
-      const int64_t id = d["current-snapshot-id"].get<int64_t>();
+      const int64_t id = GetInt<int64_t>(d["current-snapshot-id"]);
       if (id != -1) m.current_snapshot_id = id;
     }
     if (d.contains("snapshots") && d["snapshots"].is_array()) {

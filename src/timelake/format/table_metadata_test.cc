@@ -85,5 +85,36 @@ TEST(TableMetadata, CorruptInputIsACorruptError) {
   EXPECT_EQ(KindOf(IcebergToArrow(m->CurrentSchema()).status()), ErrorKind::kCorrupt);
 }
 
+// Found by fuzz/table_metadata_fuzz.cc: nlohmann's get<int>() converted
+// "format-version": 1e300 with undefined behaviour, truncated 1.5 to 1 and
+// wrapped ids beyond 32 bits. Integers must be JSON integers in range.
+TEST(TableMetadata, NonIntegerOrOutOfRangeNumbersAreCorrupt) {
+  const std::string good = ReadFixture("timelake07/v3.metadata.json");
+  const std::vector<std::pair<std::string, nlohmann::json>> bad = {
+      {"format-version", 1e300},
+      {"format-version", 1.5},
+      {"last-column-id", 4294967296LL},
+      {"current-schema-id", -4294967296LL},
+      {"last-sequence-number", 1e19},
+      {"default-spec-id", "0"},
+      {"last-updated-ms", 18446744073709551615ULL},
+  };
+  for (const auto& [key, value] : bad) {
+    auto doc = nlohmann::json::parse(good);
+    doc[key] = value;
+    auto m = TableMetadata::Parse(doc.dump(), "x.json");
+    ASSERT_FALSE(m.ok()) << key << " = " << value.dump();
+    EXPECT_EQ(KindOf(m.status()), ErrorKind::kCorrupt) << m.status().ToString();
+  }
+  auto doc = nlohmann::json::parse(good);
+  doc["snapshots"][0]["snapshot-id"] = 2.5;
+  EXPECT_EQ(KindOf(TableMetadata::Parse(doc.dump(), "x").status()), ErrorKind::kCorrupt);
+  doc = nlohmann::json::parse(good);
+  doc["schemas"][0]["fields"][0]["id"] = 1e10;
+  auto m = TableMetadata::Parse(doc.dump(), "x");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();  // field ids are the schema's
+  EXPECT_EQ(KindOf(IcebergToArrow(m->CurrentSchema()).status()), ErrorKind::kCorrupt);
+}
+
 }  // namespace
 }  // namespace timelake::format

@@ -2,14 +2,21 @@
 
 #include "timelake/read/catalog.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <utility>
 
 #include <arrow/c/bridge.h>
 #include <nlohmann/json.hpp>
 
+#include "timelake/format/bounds.h"
 #include "timelake/format/manifest.h"
+#include "timelake/format/schema.h"
 #include "timelake/read/prune.h"
+#include "timelake/settings.h"
 
 namespace timelake::read {
 
@@ -23,6 +30,7 @@ constexpr int kErrorCode = 2;
 
 struct CatalogContext {
   std::shared_ptr<internal::LakeState> lake;
+  std::shared_ptr<ScanLog> log;
 };
 
 bool TraceScans() {
@@ -51,10 +59,141 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
                                                                 const char* table) {
   TIMELAKE_ASSIGN_OR_RAISE(
       auto name, TableName::Parse(std::string(schema) + "." + std::string(table)));
-  return internal::LoadTableState(ctx->lake, name);
+  return internal::LoadTableStateForRead(ctx->lake, name);
 }
 
 }  // namespace
+
+arrow::Status CheckSessionSetting(std::string_view name, std::string_view value) {
+  const settings::Setting* s = settings::Find(name);
+  if (s == nullptr) {
+    return Invalid("unknown setting timelake." + std::string(name) +
+                   " (`timelake settings` lists them)");
+  }
+  if (!(s->levels & settings::kSession)) {
+    return Invalid("setting " + s->SqlName() + " cannot be set for a session (levels: " +
+                   settings::LevelNames(s->levels) + ")");
+  }
+  return settings::Validate(*s, value);
+}
+
+std::string ScanStats::ToString() const {
+  return "timelake scan: " + table + ": " + std::to_string(live) + " live files, " +
+         std::to_string(pruned) + " pruned, " + std::to_string(read) + " read, " +
+         std::to_string(merged) + " merged for dedup";
+}
+
+void ScanLog::Add(ScanStats stats) {
+  std::lock_guard<std::mutex> lock(mu_);
+  scans_.push_back(std::move(stats));
+}
+
+std::vector<ScanStats> ScanLog::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(scans_, {});
+}
+
+arrow::Result<std::string> PlanScan(const internal::TableState& table,
+                                    std::string_view request_text, ScanStats* stats) {
+  TIMELAKE_ASSIGN_OR_RAISE(auto files, ListLiveFiles(table));
+  json request;
+  try {
+    request = json::parse(request_text);
+  } catch (const json::exception&) {
+    // A request we cannot read prunes nothing; the scan stays correct.
+  }
+  // The session's SET values, then the table's properties, then defaults.
+  std::map<std::string, std::string> session;
+  if (request.is_object() && request.contains("settings") &&
+      request["settings"].is_object()) {
+    for (const auto& [k, v] : request["settings"].items()) {
+      if (v.is_string()) session[k] = v.get<std::string>();
+    }
+  }
+  const settings::Resolver resolve(nullptr, &session, &table.metadata.properties);
+  const auto& contract = table.contract;
+  const std::string pushdown = resolve.Get("filter-pushdown").value_or("auto");
+  TIMELAKE_ASSIGN_OR_RAISE(const bool in_lists, resolve.GetBool("in-list-pruning"));
+  TIMELAKE_ASSIGN_OR_RAISE(const bool read_dedup, resolve.GetBool("read-dedup"));
+  const bool dedup = contract.dedup && read_dedup && contract.time_column.has_value();
+
+  std::vector<Filter> filters;
+  if (pushdown != "false") filters = ParseFilters(request);
+  std::erase_if(filters, [&](const Filter& f) {
+    if (!in_lists && f.op == Filter::Op::kIn) return true;
+    // With dedup on read, a file may hold the only older version of a row
+    // whose newer version is elsewhere: pruning on a value column could drop
+    // the newer version and resurrect the older one. Keys are safe.
+    if (dedup) {
+      const bool key = f.column == *contract.time_column ||
+                       std::find(contract.series_key.begin(), contract.series_key.end(),
+                                 f.column) != contract.series_key.end();
+      return !key;
+    }
+    return false;
+  });
+
+  const int64_t sort_order = table.metadata.doc.value("default-sort-order-id", 0);
+  json list = json::array();
+  std::vector<const format::DataFile*> kept;
+  size_t pruned = 0;
+  std::vector<const LiveFile*> survivors;
+  for (const auto& f : files) {
+    if (!MayMatch(f.data_file, filters, *table.schema)) {
+      ++pruned;
+      continue;
+    }
+    survivors.push_back(&f);
+  }
+  // Newest data first: with ORDER BY time DESC LIMIT k, DataFusion's top-k
+  // filter then skips the row groups of older files once it holds k rows.
+  TIMELAKE_ASSIGN_OR_RAISE(const bool newest_first, resolve.GetBool("newest-first"));
+  if (newest_first && contract.time_column) {
+    const auto field = table.schema->GetFieldByName(*contract.time_column);
+    const auto id = field ? format::FieldId(*field) : std::nullopt;
+    auto newest = [&](const LiveFile* f) -> int64_t {
+      if (!id) return 0;
+      auto it = f->data_file.upper_bounds.find(*id);
+      if (it == f->data_file.upper_bounds.end()) return INT64_MAX;  // unknown: read early
+      auto v = format::DecodeInt64(it->second);
+      return v.ok() ? *v : INT64_MAX;
+    };
+    std::stable_sort(
+        survivors.begin(), survivors.end(),
+        [&](const LiveFile* a, const LiveFile* b) { return newest(a) > newest(b); });
+  }
+  for (const LiveFile* f : survivors) {
+    const bool sorted = sort_order != 0 && f->data_file.sort_order_id == sort_order;
+    list.push_back({{"path", f->key},
+                    {"size", f->data_file.file_size_in_bytes},
+                    {"seq", f->sequence_number.value_or(0)},
+                    {"sorted", sorted}});
+    kept.push_back(&f->data_file);
+  }
+  json answer = {{"files", list}};
+  size_t merged = 0;
+  if (dedup && kept.size() > 1) {
+    auto groups =
+        KeyOverlapGroups(kept, contract.series_key, *contract.time_column, *table.schema);
+    if (!groups.empty()) {
+      json keys = json::array();
+      for (const auto& k : contract.series_key) keys.push_back(k);
+      keys.push_back(*contract.time_column);
+      json order = json::array();
+      if (!contract.ingest_column.empty() &&
+          table.schema->GetFieldIndex(contract.ingest_column) >= 0) {
+        order.push_back(contract.ingest_column);
+      }
+      for (const auto& g : groups) merged += g.size();
+      answer["dedup"] = {{"keys", keys}, {"order", order}, {"groups", groups}};
+    }
+  }
+  ScanStats scan{table.name.ToString(), files.size(), pruned, files.size() - pruned,
+                 merged};
+  if (TraceScans()) std::fprintf(stderr, "%s\n", scan.ToString().c_str());
+  if (stats != nullptr) *stats = std::move(scan);
+  return answer.dump();
+}
 
 arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& table) {
   std::vector<LiveFile> out;
@@ -64,7 +203,7 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
   const std::string context = "planning a scan of " + table.name.ToString() +
                               " snapshot " + std::to_string(snapshot->snapshot_id);
   TIMELAKE_ASSIGN_OR_RAISE(auto list_key, store.KeyOf(snapshot->manifest_list));
-  auto list_bytes = store.Get(list_key);
+  auto list_bytes = internal::GetImmutable(*table.lake, list_key);
   if (!list_bytes.ok()) return WithContext(list_bytes.status(), context);
   auto manifests = format::ReadManifestList(AsView(**list_bytes));
   if (!manifests.ok()) {
@@ -78,7 +217,7 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
                          " lists delete files (row-level deletes are not supported yet)");
     }
     TIMELAKE_ASSIGN_OR_RAISE(auto key, store.KeyOf(m.manifest_path));
-    auto bytes = store.Get(key);
+    auto bytes = internal::GetImmutable(*table.lake, key);
     if (!bytes.ok()) return WithContext(bytes.status(), context);
     auto contents = format::ReadManifest(AsView(**bytes));
     if (!contents.ok()) {
@@ -96,9 +235,10 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
   return out;
 }
 
-TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake) {
+TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake,
+                                        std::shared_ptr<ScanLog> log) {
   TlCatalogCallbacks cb{};
-  cb.ctx = new CatalogContext{std::move(lake)};
+  cb.ctx = new CatalogContext{std::move(lake), std::move(log)};
   cb.list_schemas = [](void* raw, TlSink* out) -> int {
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto tables = internal::ListNamespacesOf(*ctx->lake);
@@ -140,30 +280,29 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
   };
   cb.plan_scan = [](void* raw, const char* schema, const char* table, const char* request,
                     TlSink* out) -> int {
-    auto state = Load(static_cast<CatalogContext*>(raw), schema, table);
+    auto* ctx = static_cast<CatalogContext*>(raw);
+    auto state = Load(ctx, schema, table);
     if (!state.ok()) return Fail(out, state.status());
-    auto files = ListLiveFiles(**state);
-    if (!files.ok()) return Fail(out, files.status());
-    std::vector<Filter> filters;
-    try {
-      filters = ParseFilters(json::parse(request ? request : "{}"));
-    } catch (const json::exception&) {
-      // A request we cannot read prunes nothing; the scan stays correct.
-    }
+    ScanStats stats;
+    auto plan = PlanScan(**state, request ? request : "{}", &stats);
+    if (!plan.ok()) return Fail(out, plan.status());
+    if (ctx->log != nullptr) ctx->log->Add(std::move(stats));
+    Write(out, *plan);
+    return kFound;
+  };
+  cb.describe_settings = [](void*, TlSink* out) -> int {
     json list = json::array();
-    size_t pruned = 0;
-    for (const auto& f : *files) {
-      if (!MayMatch(f.data_file, filters, *(*state)->schema)) {
-        ++pruned;
-        continue;
-      }
-      list.push_back({{"path", f.key}, {"size", f.data_file.file_size_in_bytes}});
+    for (const auto& s : settings::All()) {
+      if (!(s.levels & settings::kSession)) continue;
+      std::string name = s.SqlName().substr(std::string_view("timelake.").size());
+      list.push_back({{"name", name}, {"description", std::string(s.description)}});
     }
-    if (TraceScans()) {
-      std::fprintf(stderr, "timelake scan: %s.%s: %zu live files, %zu pruned, %zu read\n",
-                   schema, table, files->size(), pruned, files->size() - pruned);
-    }
-    Write(out, json{{"files", list}}.dump());
+    Write(out, list.dump());
+    return kFound;
+  };
+  cb.check_setting = [](void*, const char* name, const char* value, TlSink* out) -> int {
+    auto st = CheckSessionSetting(name, value);
+    if (!st.ok()) return Fail(out, st);
     return kFound;
   };
   cb.release = [](void* raw) { delete static_cast<CatalogContext*>(raw); };

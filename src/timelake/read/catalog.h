@@ -9,6 +9,7 @@
 #define TIMELAKE_READ_CATALOG_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,46 @@ struct LiveFile {
 // Errors: kCorrupt (manifests that do not parse), kStorage.
 arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& table);
 
-// Callbacks for tl_session_new over `lake`. The returned struct owns a
-// context that its release callback frees.
-TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake);
+// What file pruning did for one scan of one table.
+struct ScanStats {
+  std::string table;   // "ns.table"
+  size_t live = 0;     // data files of the current snapshot
+  size_t pruned = 0;   // skipped by partition values and column bounds
+  size_t read = 0;     // handed to DataFusion
+  size_t merged = 0;   // of those, merged by dedup on read
+
+  std::string ToString() const;
+};
+
+// The scans of a session's queries, for EXPLAIN ANALYZE. Thread-safe.
+class ScanLog {
+ public:
+  void Add(ScanStats stats);
+  // The scans since the last call, oldest first.
+  std::vector<ScanStats> Take();
+
+ private:
+  std::mutex mu_;
+  std::vector<ScanStats> scans_;
+};
+
+// The answer to a plan_scan request (see timelake_platform.h): the files of
+// the current snapshot that may match the request's filters, newest first,
+// and the groups of them that dedup on read merges. Errors: kCorrupt,
+// kStorage, kInvalid (a bad setting value).
+arrow::Result<std::string> PlanScan(const internal::TableState& table,
+                                    std::string_view request_json,
+                                    ScanStats* stats = nullptr);
+
+// Checks `SET timelake.<name> = value` against the settings registry.
+// Errors: kInvalid naming the setting.
+arrow::Status CheckSessionSetting(std::string_view name, std::string_view value);
+
+// Callbacks for tl_session_new over `lake`; scans are recorded in `log`
+// when given. The returned struct owns a context that its release callback
+// frees.
+TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake,
+                                        std::shared_ptr<ScanLog> log = nullptr);
 
 }  // namespace timelake::read
 

@@ -2,6 +2,8 @@
 
 #include "timelake/read/prune.h"
 
+#include <map>
+
 #include <arrow/type.h>
 
 #include "timelake/format/bounds.h"
@@ -232,6 +234,66 @@ bool MayMatch(const format::DataFile& file, const std::vector<Filter>& filters,
     if (!MayMatchOne(file, f, schema)) return false;
   }
   return true;
+}
+
+std::vector<std::vector<size_t>> KeyOverlapGroups(
+    const std::vector<const format::DataFile*>& files,
+    const std::vector<std::string>& series_key, const std::string& time_column,
+    const arrow::Schema& schema) {
+  // The [lo, hi] range of one column of a file; nullopt when unknown.
+  struct Range {
+    std::optional<Value> lo, hi;
+  };
+  auto range_of = [&](const format::DataFile& file,
+                      const std::string& column) -> std::optional<Range> {
+    const auto field = schema.GetFieldByName(column);
+    if (!field) return std::nullopt;
+    const auto id = format::FieldId(*field);
+    if (!id) return std::nullopt;
+    auto lo = file.lower_bounds.find(*id);
+    auto hi = file.upper_bounds.find(*id);
+    if (lo == file.lower_bounds.end() || hi == file.upper_bounds.end())
+      return std::nullopt;
+    Range r{DecodeBound(*field->type(), lo->second),
+            DecodeBound(*field->type(), hi->second)};
+    if (!r.lo || !r.hi) return std::nullopt;
+    // A column with nulls: nulls are a key value too, outside [lo, hi].
+    auto nulls = file.null_value_counts.find(*id);
+    if (nulls == file.null_value_counts.end() || nulls->second > 0) return std::nullopt;
+    return r;
+  };
+  auto overlap = [](const std::optional<Range>& a, const std::optional<Range>& b) {
+    if (!a || !b) return true;
+    auto x = Compare(*a->lo, *b->hi), y = Compare(*b->lo, *a->hi);
+    return !x || !y || (*x <= 0 && *y <= 0);
+  };
+
+  const size_t n = files.size();
+  std::vector<std::optional<Range>> time(n), series(n);
+  for (size_t i = 0; i < n; ++i) {
+    time[i] = range_of(*files[i], time_column);
+    if (!series_key.empty()) series[i] = range_of(*files[i], series_key[0]);
+  }
+  std::vector<size_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = i;
+  auto find = [&](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      if (find(i) == find(j)) continue;
+      if (overlap(time[i], time[j]) && overlap(series[i], series[j]))
+        parent[find(i)] = find(j);
+    }
+  }
+  std::map<size_t, std::vector<size_t>> by_root;
+  for (size_t i = 0; i < n; ++i) by_root[find(i)].push_back(i);
+  std::vector<std::vector<size_t>> groups;
+  for (auto& [root, members] : by_root) {
+    if (members.size() > 1) groups.push_back(std::move(members));
+  }
+  return groups;
 }
 
 }  // namespace timelake::read

@@ -42,6 +42,17 @@ std::vector<Filter> ParseFilters(const nlohmann::json& request);
 bool MayMatch(const format::DataFile& file, const std::vector<Filter>& filters,
               const arrow::Schema& schema);
 
+// Groups of files (indices into `files`, each group at least two files) that
+// may hold rows with the same key (series…, time): their time ranges overlap
+// and so do the ranges of the first series column. A file in no group shares
+// no key with any other file, so dedup on read can leave it as it is. Files
+// without usable bounds overlap everything of their time range (or every
+// file, without time bounds).
+std::vector<std::vector<size_t>> KeyOverlapGroups(
+    const std::vector<const format::DataFile*>& files,
+    const std::vector<std::string>& series_key, const std::string& time_column,
+    const arrow::Schema& schema);
+
 }  // namespace timelake::read
 
 #endif  // TIMELAKE_READ_PRUNE_H_

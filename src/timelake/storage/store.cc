@@ -164,15 +164,20 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> Store::GetRange(std::string_view k
 }
 
 arrow::Result<uint64_t> Store::Size(std::string_view key) const {
+  TIMELAKE_ASSIGN_OR_RAISE(ObjectHead head, Head(key));
+  return head.size;
+}
+
+arrow::Result<ObjectHead> Store::Head(std::string_view key) const {
   const std::string k(key);
-  uint64_t size = 0;
+  ObjectHead head;
   TIMELAKE_RETURN_NOT_OK(WithRetry("inspecting " + Uri(key), [&](char** err) {
     char* etag = nullptr;
-    const int code = tl_store_head(store_, k.c_str(), &size, &etag, err);
-    tl_string_free(etag);
+    const int code = tl_store_head(store_, k.c_str(), &head.size, &etag, err);
+    if (etag != nullptr) head.etag = TakeString(etag);
     return code;
   }));
-  return size;
+  return head;
 }
 
 arrow::Status Store::Put(std::string_view key, std::string_view data,
@@ -186,6 +191,22 @@ arrow::Status Store::Put(std::string_view key, std::string_view data,
                             reinterpret_cast<const uint8_t*>(data.data()), data.size(), m,
                             nullptr, nullptr, err);
       });
+}
+
+arrow::Result<std::string> Store::PutIfMatch(std::string_view key, std::string_view data,
+                                             std::string_view etag) const {
+  const std::string k(key);
+  const std::string expected(etag);
+  std::string new_etag;
+  TIMELAKE_RETURN_NOT_OK(WithRetry("put-if-match of " + Uri(key), [&](char** err) {
+    char* out = nullptr;
+    const int code =
+        tl_store_put(store_, k.c_str(), reinterpret_cast<const uint8_t*>(data.data()),
+                     data.size(), TL_PUT_UPDATE, expected.c_str(), &out, err);
+    new_etag = TakeString(out);
+    return code;
+  }));
+  return new_etag;
 }
 
 arrow::Status Store::Delete(std::string_view key) const {

@@ -31,6 +31,14 @@ struct ObjectMeta {
   int64_t last_modified_ms = 0;
 };
 
+// What a HEAD request tells about an object.
+struct ObjectHead {
+  uint64_t size = 0;
+  // The backend's version tag, for PutIfMatch; absent where the backend has
+  // none.
+  std::optional<std::string> etag;
+};
+
 struct Listing {
   std::vector<ObjectMeta> objects;
   std::vector<std::string> prefixes;  // with a delimiter: sub-folders
@@ -61,9 +69,20 @@ class Store {
                                                          uint64_t offset,
                                                          uint64_t length) const;
   arrow::Result<uint64_t> Size(std::string_view key) const;
+  // Size and etag. Errors: kNotFound when absent, kStorage.
+  arrow::Result<ObjectHead> Head(std::string_view key) const;
   // kCreate fails with kAlreadyExists when the key exists (put-if-absent).
+  // Payloads over 8 MiB written with kOverwrite go up in parts.
   arrow::Status Put(std::string_view key, std::string_view data,
                     PutMode mode = PutMode::kOverwrite) const;
+  // Replaces the object only while its etag is still `etag` (put-if-match,
+  // S3 `If-Match`) and returns the new etag (empty when the backend reports
+  // none). Errors: kAlreadyExists when the object changed or is gone (the
+  // precondition failed; as with kCreate, a retried request whose first try
+  // landed fails so too), kUnsupported where the backend has no conditional
+  // update (the local file system), kStorage.
+  arrow::Result<std::string> PutIfMatch(std::string_view key, std::string_view data,
+                                        std::string_view etag) const;
   // Missing objects are fine.
   arrow::Status Delete(std::string_view key) const;
   arrow::Result<Listing> List(std::string_view prefix, bool delimiter) const;

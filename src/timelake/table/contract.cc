@@ -2,9 +2,10 @@
 
 #include "timelake/table/contract.h"
 
+#include "timelake/settings.h"
+
 #include <algorithm>
 #include <cctype>
-#include <set>
 
 namespace timelake::internal {
 
@@ -15,74 +16,14 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// Canonical property key of any spelling: "timelake.chunk_interval",
-// "TIMELAKE.Chunk-Interval" -> "timelake.chunk-interval".
-std::string CanonicalKey(const std::string& key) {
-  std::string k = Lower(key);
-  std::replace(k.begin(), k.end(), '_', '-');
-  return k;
-}
-
-// Keys this version understands; others under "timelake." are rejected so a
-// typo does not silently do nothing.
-const std::set<std::string>& KnownKeys() {
-  static const std::set<std::string> keys = {
-      property::kTimeColumn,
-      property::kSeriesKey,
-      property::kChunk,
-      property::kChunkAlias,
-      property::kDedup,
-      property::kIngestTimeColumn,
-      property::kFormatVersion,
-      property::kCompressionLevel,
-      property::kRowGroupRows,
-      property::kDataPageRows,
-      "timelake.compression-codec",
-      "timelake.target-file-size",
-      "timelake.auto-maintain",
-      "timelake.compact-min-files",
-      "timelake.compact-cold-after",
-      "timelake.retention",
-      "timelake.snapshot-retention",
-      "timelake.min-snapshots",
-      "timelake.max-snapshots",
-      "timelake.keep-snapshots-until",
-      "timelake.read-dedup",
-      "timelake.read-dedup-strategy",
-      "timelake.filter-pushdown",
-      "timelake.in-list-pruning",
-      "timelake.newest-first",
-      "timelake.time-weighted-mean",
-      "timelake.head-format",
-      "timelake.head-inline-bytes",
-      "timelake.rollups",
-      "timelake.rollup-routing",
-      "timelake.rollup-refresh-interval",
-      "timelake.rollup-source",
-      "timelake.rollup-bucket",
-      "timelake.rollup-aggregates",
-      "timelake.version-check-interval",
-  };
-  return keys;
-}
-
-arrow::Result<bool> ParseBool(const std::string& key, const std::string& value) {
-  const std::string v = Lower(value);
-  if (v == "true" || v == "on" || v == "1" || v == "yes") return true;
-  if (v == "false" || v == "off" || v == "0" || v == "no") return false;
-  return Invalid("property " + key + " = '" + value + "': expected true or false");
-}
-
-arrow::Result<int64_t> ParseInt(const std::string& key, const std::string& value,
-                                int64_t lo, int64_t hi) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(value, &used);
-    if (used == value.size() && v >= lo && v <= hi) return static_cast<int64_t>(v);
-  } catch (...) {
+// The registry entry of a `timelake.*` key. Errors: kInvalid for keys the
+// registry does not know, so that a typo does not silently do nothing.
+arrow::Result<const settings::Setting*> Known(const std::string& raw_key) {
+  const settings::Setting* s = settings::Find(raw_key);
+  if (s == nullptr) {
+    return Invalid("unknown setting '" + raw_key + "' (`timelake settings` lists them)");
   }
-  return Invalid("property " + key + " = '" + value + "': expected an integer from " +
-                 std::to_string(lo) + " to " + std::to_string(hi));
+  return s;
 }
 
 }  // namespace
@@ -112,26 +53,54 @@ arrow::Result<Contract> ParseContract(
     const std::map<std::string, std::string>& properties) {
   Contract c;
   for (const auto& [raw_key, value] : properties) {
-    const std::string key = CanonicalKey(raw_key);
-    if (key.rfind("timelake.", 0) != 0) continue;
-    if (key == property::kTimeColumn) {
+    if (!settings::IsTimelakeKey(raw_key)) continue;
+    // Keys a newer Timelake wrote are kept but do not stop this one reading.
+    const settings::Setting* s = settings::Find(raw_key);
+    if (s == nullptr) continue;
+    TIMELAKE_RETURN_NOT_OK(settings::Validate(*s, value));
+    const std::string_view name = s->name;
+    if (name == "time-column") {
       if (!value.empty()) c.time_column = value;
-    } else if (key == property::kSeriesKey) {
+    } else if (name == "series-key") {
       c.series_key = SplitList(value);
-    } else if (key == property::kChunk || key == property::kChunkAlias) {
+    } else if (name == "chunk") {
       TIMELAKE_ASSIGN_OR_RAISE(c.chunk, ParseChunk(Lower(value)));
-    } else if (key == property::kDedup) {
-      TIMELAKE_ASSIGN_OR_RAISE(c.dedup, ParseBool(key, value));
-    } else if (key == property::kIngestTimeColumn) {
+    } else if (name == "dedup") {
+      TIMELAKE_ASSIGN_OR_RAISE(c.dedup, settings::AsBool(*s, value));
+    } else if (name == "ingest-time-column") {
       c.ingest_column = value;
-    } else if (key == property::kCompressionLevel) {
-      TIMELAKE_ASSIGN_OR_RAISE(auto v, ParseInt(key, value, 1, 22));
+    } else if (name == "compression-codec") {
+      const std::string codec = Lower(value);
+      c.compression = codec == "snappy" ? parquet::Compression::SNAPPY
+                      : codec == "lz4"  ? parquet::Compression::LZ4
+                      : codec == "gzip" ? parquet::Compression::GZIP
+                      : codec == "zstd" ? parquet::Compression::ZSTD
+                                        : parquet::Compression::UNCOMPRESSED;
+    } else if (name == "compression-level") {
+      TIMELAKE_ASSIGN_OR_RAISE(auto v, settings::AsInt(*s, value));
+      if (v < 1 || v > 22) {
+        return Invalid("setting " + s->PropertyKey() + " = '" + value +
+                       "': expected a level from 1 to 22");
+      }
       c.compression_level = static_cast<int>(v);
-    } else if (key == property::kRowGroupRows) {
-      TIMELAKE_ASSIGN_OR_RAISE(c.row_group_rows, ParseInt(key, value, 1000, 1LL << 31));
-    } else if (key == property::kDataPageRows) {
-      TIMELAKE_ASSIGN_OR_RAISE(c.data_page_rows, ParseInt(key, value, 100, 1LL << 31));
+    } else if (name == "row-group-rows") {
+      TIMELAKE_ASSIGN_OR_RAISE(c.row_group_rows, settings::AsInt(*s, value));
+      if (c.row_group_rows < 1000) {
+        return Invalid("setting " + s->PropertyKey() + " = '" + value +
+                       "': expected at least 1000 rows");
+      }
+    } else if (name == "data-page-rows") {
+      TIMELAKE_ASSIGN_OR_RAISE(c.data_page_rows, settings::AsInt(*s, value));
+      if (c.data_page_rows < 100) {
+        return Invalid("setting " + s->PropertyKey() + " = '" + value +
+                       "': expected at least 100 rows");
+      }
     }
+  }
+  if (c.compression == parquet::Compression::GZIP && c.compression_level > 9) {
+    return Invalid(
+        "setting timelake.compression-level = " + std::to_string(c.compression_level) +
+        ": gzip takes a level from 1 to 9");
   }
   if (!c.time_column) c.ingest_column.clear();
   return c;
@@ -139,23 +108,17 @@ arrow::Result<Contract> ParseContract(
 
 arrow::Result<std::string> AlterableKey(const std::string& raw_key) {
   if (raw_key.empty()) return Invalid("empty property name");
-  std::string key = CanonicalKey(raw_key);
-  if (key.rfind("timelake.", 0) != 0) return raw_key;
-  if (!KnownKeys().count(key)) {
-    return Invalid("unknown setting '" + raw_key + "' (see `timelake settings`)");
+  if (!settings::IsTimelakeKey(raw_key)) return raw_key;
+  TIMELAKE_ASSIGN_OR_RAISE(const auto* s, Known(raw_key));
+  if (s->levels & settings::kManaged) {
+    return Invalid("setting '" + raw_key + "' is managed by Timelake");
   }
-  if (key == property::kChunkAlias) key = property::kChunk;
-  if (key == property::kTimeColumn || key == property::kSeriesKey ||
-      key == property::kChunk || key == property::kIngestTimeColumn) {
+  if (!(s->levels & settings::kTable)) {
     return Invalid(
         "setting '" + raw_key +
         "' is fixed when the table is created: it decides the layout of the data");
   }
-  if (key == property::kFormatVersion || key == "timelake.rollup-source" ||
-      key == "timelake.rollup-bucket" || key == "timelake.rollup-aggregates") {
-    return Invalid("setting '" + raw_key + "' is managed by Timelake");
-  }
-  return key;
+  return s->PropertyKey();
 }
 
 arrow::Result<std::map<std::string, std::string>> NewTableProperties(
@@ -167,15 +130,19 @@ arrow::Result<std::map<std::string, std::string>> NewTableProperties(
       {property::kFormatVersion, std::string(kFormatVersion)},
   };
   for (const auto& [raw_key, value] : options.properties) {
-    const std::string key = CanonicalKey(raw_key);
-    if (key.rfind("timelake.", 0) == 0) {
-      if (!KnownKeys().count(key)) {
-        return Invalid("unknown setting '" + raw_key + "' (see `timelake settings`)");
-      }
-      if (key == property::kFormatVersion) {
+    if (settings::IsTimelakeKey(raw_key)) {
+      TIMELAKE_ASSIGN_OR_RAISE(const auto* s, Known(raw_key));
+      if (s->levels & settings::kManaged) {
         return Invalid("setting '" + raw_key + "' is managed by Timelake");
       }
-      props[key == property::kChunkAlias ? property::kChunk : key] = value;
+      if (!(s->levels & settings::kTable)) {
+        // time-column, series-key, chunk: TableOptions says them once.
+        return Invalid("setting '" + raw_key +
+                       "' is given by the table options (time column, series key, "
+                       "chunk), not as a property");
+      }
+      TIMELAKE_RETURN_NOT_OK(settings::Validate(*s, value));
+      props[s->PropertyKey()] = value;
     } else {
       props[raw_key] = value;
     }
@@ -187,10 +154,14 @@ arrow::Result<std::map<std::string, std::string>> NewTableProperties(
     if (!options.series_key.empty()) {
       props[property::kSeriesKey] = JoinList(options.series_key);
     }
-    const bool dedup = options.dedup.value_or(!options.series_key.empty());
-    props[property::kDedup] = dedup ? "true" : "false";
+    if (options.dedup || !props.count(property::kDedup)) {
+      const bool dedup = options.dedup.value_or(!options.series_key.empty());
+      props[property::kDedup] = dedup ? "true" : "false";
+    }
   } else if (!options.series_key.empty()) {
     return Invalid("a series key needs a time column");
+  } else if (props.count(property::kDedup)) {
+    return Invalid("setting timelake.dedup needs a time column");
   }
   // Validate the result as a whole (value formats).
   TIMELAKE_RETURN_NOT_OK(ParseContract(props).status());

@@ -2,7 +2,7 @@
 //
 // The table contract: which column is time, which columns identify a series,
 // and the layout policy, read from `timelake.*` table properties. (The full
-// settings registry with levels and precedence builds on this.)
+// settings registry, include/timelake/settings.h, declares every key.)
 
 #ifndef TIMELAKE_TABLE_CONTRACT_H_
 #define TIMELAKE_TABLE_CONTRACT_H_
@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <parquet/types.h>
 
 #include "timelake/timelake.h"
 
@@ -21,13 +23,9 @@ inline constexpr char kTimeColumn[] = "timelake.time-column";
 inline constexpr char kSeriesKey[] = "timelake.series-key";
 // Timelake 0.7 writes the chunk as "chunk-interval"; "chunk" is accepted too.
 inline constexpr char kChunk[] = "timelake.chunk-interval";
-inline constexpr char kChunkAlias[] = "timelake.chunk";
 inline constexpr char kDedup[] = "timelake.dedup";
 inline constexpr char kIngestTimeColumn[] = "timelake.ingest-time-column";
 inline constexpr char kFormatVersion[] = "timelake.format-version";
-inline constexpr char kCompressionLevel[] = "timelake.compression-level";
-inline constexpr char kRowGroupRows[] = "timelake.row-group-rows";
-inline constexpr char kDataPageRows[] = "timelake.data-page-rows";
 }  // namespace property
 
 struct Contract {
@@ -36,6 +34,7 @@ struct Contract {
   Chunk chunk = Chunk::kDay;
   bool dedup = false;
   std::string ingest_column;  // empty for plain tables
+  parquet::Compression::type compression = parquet::Compression::ZSTD;
   int compression_level = 3;
   int64_t row_group_rows = 1 << 20;
   int64_t data_page_rows = 20000;

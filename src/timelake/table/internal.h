@@ -5,9 +5,13 @@
 #ifndef TIMELAKE_TABLE_INTERNAL_H_
 #define TIMELAKE_TABLE_INTERNAL_H_
 
+#include <chrono>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "timelake/format/table_metadata.h"
@@ -18,10 +22,57 @@
 
 namespace timelake::internal {
 
+// Immutable objects (manifest lists, manifests, last-value indexes) by key,
+// least recently used first out, within an entry and a byte cap.
+class ObjectCache {
+ public:
+  ObjectCache(size_t max_entries, size_t max_bytes)
+      : max_entries_(max_entries), max_bytes_(max_bytes) {}
+  std::shared_ptr<arrow::Buffer> Get(const std::string& key);
+  void Put(const std::string& key, std::shared_ptr<arrow::Buffer> value);
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<arrow::Buffer>>;
+  std::mutex mu_;
+  std::list<Entry> lru_;  // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  size_t bytes_ = 0;
+  const size_t max_entries_, max_bytes_;
+};
+
+struct TableState;
+
+// Loaded table versions, reused by queries for the table's
+// version-check-interval; commits made through this lake replace them at
+// once. Entries are kept without their `lake` (no reference cycle).
+class TableCache {
+ public:
+  // The cached version of `name` if younger than its interval.
+  std::shared_ptr<const TableState> Fresh(const TableName& name);
+  // Keeps `state` unless a newer version is cached.
+  void Remember(const TableState& state);
+  void Forget(const TableName& name);
+
+ private:
+  struct Entry {
+    std::shared_ptr<const TableState> state;
+    std::chrono::steady_clock::time_point loaded;
+    std::chrono::milliseconds interval{0};
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
 struct LakeState {
   std::shared_ptr<storage::Store> store;
   std::shared_ptr<Clock> clock;
+  ObjectCache objects{4096, 256u << 20};
+  TableCache tables;
 };
+
+// Get of an immutable object through the lake's cache.
+arrow::Result<std::shared_ptr<arrow::Buffer>> GetImmutable(LakeState& lake,
+                                                           const std::string& key);
 
 struct TableState {
   explicit TableState(TableName table_name) : name(std::move(table_name)) {}
@@ -54,6 +105,11 @@ arrow::Result<std::vector<std::string>> ListNamespacesOf(const LakeState& lake);
 
 // Loads the newest version of a table.
 arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
+    std::shared_ptr<LakeState> lake, const TableName& name);
+
+// The version a query reads: a version loaded or committed through this lake
+// within the table's version-check-interval, otherwise the newest.
+arrow::Result<std::shared_ptr<const TableState>> LoadTableStateForRead(
     std::shared_ptr<LakeState> lake, const TableName& name);
 
 }  // namespace timelake::internal

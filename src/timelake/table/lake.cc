@@ -5,6 +5,7 @@
 #include "timelake/commit/commit.h"
 #include "timelake/format/schema.h"
 #include "timelake/table/internal.h"
+#include "timelake/util/compute.h"
 #include "timelake/util/uuid.h"
 #include "timelake/write/align.h"
 
@@ -60,6 +61,8 @@ arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     return WithContext(contract.status(), "loading table " + name.ToString());
   state->contract = *contract;
   state->metadata = std::move(metadata);
+  // Loads and this lake's own commits are what later queries read.
+  if (state->lake != nullptr) state->lake->tables.Remember(*state);
   return std::shared_ptr<const TableState>(std::move(state));
 }
 
@@ -75,6 +78,7 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
 
 arrow::Result<Lake> Lake::Open(std::string_view url,
                                const std::map<std::string, std::string>& options) {
+  TIMELAKE_RETURN_NOT_OK(internal::EnsureCompute());
   auto state = std::make_shared<internal::LakeState>();
   TIMELAKE_ASSIGN_OR_RAISE(state->store, storage::Store::Open(url, options));
   state->clock = internal::DefaultClock();
@@ -233,6 +237,7 @@ arrow::Status Lake::DropTable(std::string_view name_text) const {
   TIMELAKE_ASSIGN_OR_RAISE(auto latest,
                            commit::FindLatestVersion(*state_->store, table_key));
   if (!latest) return NotFound("dropping table " + name.ToString() + ": table not found");
+  state_->tables.Forget(name);
   commit::WaitForBackgroundWrites();
   // Metadata first, so that a crash part-way leaves no half-table behind,
   // only unreferenced data files.

@@ -4,8 +4,10 @@
 #include <arrow/record_batch.h>
 
 #include "timelake/read/catalog.h"
+#include "timelake/settings.h"
 #include "timelake/storage/store.h"
 #include "timelake/table/internal.h"
+#include "timelake/table/lvi.h"
 #include "timelake_platform.h"
 
 namespace timelake {
@@ -15,6 +17,7 @@ namespace internal {
 struct SessionState {
   std::shared_ptr<LakeState> lake;
   SessionSettings settings;
+  std::shared_ptr<read::ScanLog> scans = std::make_shared<read::ScanLog>();
   TlSession* session = nullptr;
 
   ~SessionState() { tl_session_free(session); }
@@ -38,6 +41,12 @@ std::string Quote(const std::string& name) {
 
 }  // namespace
 
+arrow::Status SessionSettings::Set(std::string_view name, std::string_view value) {
+  TIMELAKE_RETURN_NOT_OK(read::CheckSessionSetting(name, value));
+  values[settings::Find(name)->SqlName()] = std::string(value);
+  return arrow::Status::OK();
+}
+
 Session::Session(Lake lake, SessionSettings settings)
     : state_(std::make_unique<internal::SessionState>()) {
   state_->lake = std::move(lake.state_);
@@ -51,10 +60,22 @@ Session& Session::operator=(Session&&) noexcept = default;
 arrow::Status Session::EnsureStarted() {
   if (state_->session != nullptr) return arrow::Status::OK();
   char* err = nullptr;
-  const int code =
-      tl_session_new(state_->lake->store->raw(), read::MakeCatalogCallbacks(state_->lake),
-                     state_->settings.target_partitions, &state_->session, &err);
-  return storage::FromPlatform(code, err, "starting a SQL session");
+  const int code = tl_session_new(
+      state_->lake->store->raw(), read::MakeCatalogCallbacks(state_->lake, state_->scans),
+      state_->settings.target_partitions, &state_->session, &err);
+  TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, "starting a SQL session"));
+  for (const auto& [name, value] : state_->settings.values) {
+    const settings::Setting* s = settings::Find(name);
+    const std::string key = s != nullptr ? s->SqlName() : name;
+    const int rc =
+        tl_session_set_option(state_->session, key.c_str(), value.c_str(), &err);
+    if (rc != TL_OK) {
+      tl_session_free(state_->session);
+      state_->session = nullptr;
+      return storage::FromPlatform(rc, err, "setting " + key);
+    }
+  }
+  return arrow::Status::OK();
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
@@ -85,9 +106,15 @@ arrow::Result<std::string> Session::ExplainAnalyze(std::string_view sql) {
   const std::string text(sql);
   char* out = nullptr;
   char* err = nullptr;
+  state_->scans->Take();
   const int code = tl_session_explain_analyze(state_->session, text.c_str(), &out, &err);
   if (code != TL_OK) return storage::FromPlatform(code, err, "EXPLAIN ANALYZE");
-  std::string plan = out ? out : "";
+  // File pruning happens in the engine, before DataFusion sees the files:
+  // its counts come first, then DataFusion's plan with row-group and page
+  // metrics.
+  std::string plan;
+  for (const auto& scan : state_->scans->Take()) plan += scan.ToString() + "\n";
+  plan += out ? out : "";
   tl_string_free(out);
   return plan;
 }
@@ -95,11 +122,23 @@ arrow::Result<std::string> Session::ExplainAnalyze(std::string_view sql) {
 arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(
     std::string_view table_name) {
   TIMELAKE_ASSIGN_OR_RAISE(auto name, TableName::Parse(table_name));
-  TIMELAKE_ASSIGN_OR_RAISE(auto state, internal::LoadTableState(state_->lake, name));
+  TIMELAKE_ASSIGN_OR_RAISE(auto state,
+                           internal::LoadTableStateForRead(state_->lake, name));
   const auto& contract = state->contract;
   if (!contract.time_column) {
     return Invalid("latest of " + name.ToString() +
                    ": not a time-series table (no time column)");
+  }
+  // The snapshot's last-value index answers in one read. A missing or
+  // unreadable index falls back to the scan, which gives the same answer.
+  if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
+    if (auto uri = internal::LviUri(*snapshot)) {
+      auto index = internal::ReadLvi(*state_->lake, *uri, *state->schema);
+      if (index.ok()) {
+        auto table = arrow::Table::FromRecordBatches(state->schema, {*index});
+        if (table.ok()) return *table;
+      }
+    }
   }
   // The scan fallback: newest row per series by the tie rule's first two
   // keys (time, then insertion time).

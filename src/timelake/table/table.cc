@@ -7,6 +7,7 @@
 #include "timelake/format/manifest.h"
 #include "timelake/format/schema.h"
 #include "timelake/table/internal.h"
+#include "timelake/table/lvi.h"
 #include "timelake/util/uuid.h"
 #include "timelake/write/data_writer.h"
 
@@ -42,6 +43,7 @@ arrow::Result<write::Layout> LayoutOf(const internal::TableState& t) {
   layout.series_key = t.contract.series_key;
   layout.ingest_column = t.contract.ingest_column;
   layout.dedup = t.contract.dedup;
+  layout.compression = t.contract.compression;
   layout.compression_level = t.contract.compression_level;
   layout.row_group_rows = t.contract.row_group_rows;
   layout.data_page_rows = t.contract.data_page_rows;
@@ -287,6 +289,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   const auto commit_start = Clock::now();
   const int max_attempts = std::max(1, options.max_commit_attempts);
   std::string lost_list_key;
+  std::string lvi_key;  // this attempt's last-value index
   for (int attempt = 1;; ++attempt) {
     result.commit.attempts = attempt;
     if (attempt > 1) {
@@ -308,9 +311,14 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
         result.version = base->version;
         return std::make_pair(Table(base), result);
       }
-      // The previous attempt's manifest list was never committed.
+      // The previous attempt's manifest list and index were never committed.
       (void)store.Delete(lost_list_key);
       written_keys.pop_back();
+      if (!lvi_key.empty()) {
+        (void)store.Delete(lvi_key);
+        std::erase(written_keys, lvi_key);
+        lvi_key.clear();
+      }
       if (options.batch_id && HasBatchId(base->metadata, *options.batch_id)) {
         DeleteQuietly(store, written_keys);
         result = AppendResult{};
@@ -344,7 +352,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
       auto list_key = store.KeyOf(parent->manifest_list);
       arrow::Result<std::shared_ptr<arrow::Buffer>> list_bytes =
           list_key.ok()
-              ? store.Get(*list_key)
+              ? internal::GetImmutable(*state_->lake, *list_key)
               : arrow::Result<std::shared_ptr<arrow::Buffer>>(list_key.status());
       if (!list_bytes.ok()) {
         DeleteQuietly(store, written_keys);
@@ -405,6 +413,37 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
         {format::summary::kTotalEqualityDeletes, "0"},
     };
     if (options.batch_id) snap.summary[format::summary::kBatchId] = *options.batch_id;
+    // The new last-value index: the parent's merged with the appended rows'
+    // newest. Without the parent's (a table another engine wrote, or an
+    // unreadable index) none is written, and `latest` scans instead.
+    if (written->latest != nullptr) {
+      std::optional<std::string> parent_lvi;
+      bool known = parent == nullptr;
+      if (parent) {
+        parent_lvi = internal::LviUri(*parent);
+        known = parent_lvi.has_value();
+      }
+      std::shared_ptr<arrow::RecordBatch> previous;
+      if (parent_lvi) {
+        auto read = internal::ReadLvi(*state_->lake, *parent_lvi, *base->schema);
+        known = read.ok();
+        if (read.ok()) previous = *read;
+      }
+      if (known) {
+        auto index =
+            internal::MergeLvi(previous, written->latest, base->contract, *base->schema);
+        auto key = index.ok() ? internal::WriteLvi(store, state_->table_key, snapshot_id,
+                                                   **index, internal::NewUuidV7(now))
+                              : arrow::Result<std::string>(index.status());
+        if (!key.ok()) {
+          DeleteQuietly(store, written_keys);
+          return WithContext(key.status(), context);
+        }
+        lvi_key = *key;
+        written_keys.push_back(lvi_key);
+        snap.summary[internal::kLastValueIndexKey] = store.Uri(lvi_key);
+      }
+    }
     next.LogPreviousMetadata(store.Uri(base->metadata_key), bm.last_updated_ms, 20);
     next.AddSnapshot(std::move(snap));
 

@@ -56,9 +56,10 @@ arrow::Result<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     }
     int64_t value = 0;
     while (i < n && std::isdigit(static_cast<unsigned char>(text[i]))) {
-      if (value > (std::numeric_limits<int64_t>::max() - 9) / 10)
+      const int digit = text[i] - '0';
+      if (value > (std::numeric_limits<int64_t>::max() - digit) / 10)
         return Bad(text, "too large");
-      value = value * 10 + (text[i] - '0');
+      value = value * 10 + digit;
       ++i;
     }
     skip_space();

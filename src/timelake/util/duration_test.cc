@@ -1,5 +1,7 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "timelake/timelake.h"
@@ -41,6 +43,16 @@ TEST(Duration, FormatsLargestExactUnitAndRoundTrips) {
   for (int64_t v : {1LL, 999LL, 60000LL, 3600000LL, 86400000LL * 3}) {
     EXPECT_EQ(*ParseDuration(FormatDuration(milliseconds(v))), milliseconds(v));
   }
+}
+
+// Found by fuzz/duration_fuzz.cc: the overflow check refused the largest
+// values, so FormatDuration(max) did not parse back.
+TEST(Duration, LargestValueRoundTrips) {
+  const milliseconds max(std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(FormatDuration(max), "9223372036854775807ms");
+  EXPECT_EQ(*ParseDuration("9223372036854775807ms"), max);
+  EXPECT_FALSE(ParseDuration("9223372036854775808ms").ok());
+  EXPECT_FALSE(ParseDuration("106751991167301d").ok());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "timelake/format/schema.h"
 #include "timelake/timelake.h"
+#include "timelake/util/compute.h"
 
 namespace timelake {
 
@@ -138,6 +139,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> CastColumn(
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> AlignBatch(
     const arrow::RecordBatch& batch, const arrow::Schema& table_schema) {
+  TIMELAKE_RETURN_NOT_OK(internal::EnsureCompute());
   for (const auto& f : batch.schema()->fields()) {
     if (table_schema.GetFieldIndex(f->name()) < 0) {
       return Invalid("column '" + f->name() +

@@ -10,7 +10,6 @@
 #include <arrow/array.h>
 #include <arrow/builder.h>
 #include <arrow/compute/api.h>
-#include <arrow/io/memory.h>
 #include <arrow/scalar.h>
 #include <arrow/table.h>
 #include <parquet/arrow/writer.h>
@@ -20,6 +19,8 @@
 
 #include "timelake/format/bounds.h"
 #include "timelake/format/schema.h"
+#include "timelake/storage/io.h"
+#include "timelake/util/compute.h"
 #include "timelake/util/uuid.h"
 
 namespace timelake::write {
@@ -47,30 +48,6 @@ void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
   *d = doy - (153 * mp + 2) / 5 + 1;
   *m = mp < 10 ? mp + 3 : mp - 9;
   *y = yy + (*m <= 2);
-}
-
-// Rows i where row i and row i+1 agree on every key column (nulls equal).
-arrow::Result<std::shared_ptr<arrow::BooleanArray>> SameAsNext(
-    const std::vector<std::shared_ptr<arrow::Array>>& keys, int64_t n) {
-  arrow::Datum acc;
-  for (const auto& key : keys) {
-    auto a = key->Slice(0, n - 1);
-    auto b = key->Slice(1, n - 1);
-    TIMELAKE_ASSIGN_OR_RAISE(auto eq, cp::CallFunction("equal", {a, b}));
-    TIMELAKE_ASSIGN_OR_RAISE(eq, cp::CallFunction("coalesce", {eq, arrow::Datum(false)}));
-    if (key->null_count() > 0) {
-      TIMELAKE_ASSIGN_OR_RAISE(auto na, cp::CallFunction("is_null", {a}));
-      TIMELAKE_ASSIGN_OR_RAISE(auto nb, cp::CallFunction("is_null", {b}));
-      TIMELAKE_ASSIGN_OR_RAISE(auto both, cp::CallFunction("and", {na, nb}));
-      TIMELAKE_ASSIGN_OR_RAISE(eq, cp::CallFunction("or", {eq, both}));
-    }
-    if (acc.is_value()) {
-      TIMELAKE_ASSIGN_OR_RAISE(acc, cp::CallFunction("and", {acc, eq}));
-    } else {
-      acc = eq;
-    }
-  }
-  return std::static_pointer_cast<arrow::BooleanArray>(acc.make_array());
 }
 
 // Parquet leaf columns of a type: one for primitives, the sum over children
@@ -116,9 +93,12 @@ arrow::Result<WrittenFile> WriteOneFile(
     const storage::Store& store, const std::string& key, const arrow::Table& table,
     const Layout& layout, const std::vector<parquet::SortingColumn>& sorting) {
   parquet::WriterProperties::Builder builder;
-  builder.compression(parquet::Compression::ZSTD)
-      ->compression_level(layout.compression_level)
-      ->enable_statistics()
+  builder.compression(layout.compression);
+  if (layout.compression == parquet::Compression::ZSTD ||
+      layout.compression == parquet::Compression::GZIP) {
+    builder.compression_level(layout.compression_level);
+  }
+  builder.enable_statistics()
       ->enable_write_page_index()
       ->max_row_group_length(layout.row_group_rows)
       ->max_rows_per_page(layout.data_page_rows)
@@ -126,23 +106,35 @@ arrow::Result<WrittenFile> WriteOneFile(
       ->set_sorting_columns(sorting);
   auto props = builder.build();
   auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-  TIMELAKE_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  TIMELAKE_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(
-                                            *table.schema(), arrow::default_memory_pool(),
-                                            sink, props, arrow_props));
-  TIMELAKE_RETURN_NOT_OK(writer->WriteTable(table, layout.row_group_rows));
-  TIMELAKE_RETURN_NOT_OK(writer->Close());
-  TIMELAKE_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
 
+  // Statistics first: once the file is streamed to storage, nothing may fail
+  // before it is reported as written (the caller deletes only what it knows).
   WrittenFile file;
   file.key = key;
   file.rows = table.num_rows();
-  file.bytes = buffer->size();
   TIMELAKE_ASSIGN_OR_RAISE(auto stats, ColumnStatistics(table));
   file.value_counts = std::move(stats.value_counts);
   file.null_value_counts = std::move(stats.null_value_counts);
   file.lower_bounds = std::move(stats.lower_bounds);
   file.upper_bounds = std::move(stats.upper_bounds);
+
+  // The file streams to storage part by part (bounded memory) and appears
+  // only on the stream's Close(). On any error the stream is aborted before
+  // the Parquet writer goes away, so that the footer its destructor may write
+  // is never committed: nothing is left at `key`.
+  TIMELAKE_ASSIGN_OR_RAISE(auto sink, storage::StoreOutputStream::Open(store, key));
+  auto fail = [&sink](const arrow::Status& st) {
+    (void)sink->Abort();
+    return st;
+  };
+  auto opened = parquet::arrow::FileWriter::Open(
+      *table.schema(), arrow::default_memory_pool(), sink, props, arrow_props);
+  if (!opened.ok()) return fail(opened.status());
+  auto writer = std::move(opened).ValueUnsafe();
+  if (auto st = writer->WriteTable(table, layout.row_group_rows); !st.ok()) {
+    return fail(st);
+  }
+  if (auto st = writer->Close(); !st.ok()) return fail(st);
   // Column sizes per leaf; only flat schemas map leaves to field ids 1:1.
   auto metadata = writer->metadata();
   if (metadata && metadata->num_columns() == table.num_columns()) {
@@ -155,9 +147,8 @@ arrow::Result<WrittenFile> WriteOneFile(
       }
     }
   }
-  TIMELAKE_RETURN_NOT_OK(
-      store.Put(key, std::string_view(reinterpret_cast<const char*>(buffer->data()),
-                                      static_cast<size_t>(buffer->size()))));
+  if (auto st = sink->Close(); !st.ok()) return fail(st);
+  TIMELAKE_ASSIGN_OR_RAISE(file.bytes, sink->Tell());
   return file;
 }
 
@@ -303,7 +294,7 @@ arrow::Result<WriteOutput> WriteDataFiles(
         key_arrays.push_back(keyed->GetColumnByName(k)->chunk(0));
       }
       key_arrays.push_back(keyed->GetColumnByName(*layout.time_column)->chunk(0));
-      TIMELAKE_ASSIGN_OR_RAISE(auto same, SameAsNext(key_arrays, n));
+      TIMELAKE_ASSIGN_OR_RAISE(auto same, internal::SameAsNext(key_arrays, n));
       arrow::BooleanBuilder keep;
       TIMELAKE_RETURN_NOT_OK(keep.Reserve(n));
       for (int64_t i = 0; i + 1 < n; ++i) keep.UnsafeAppend(!same->Value(i));
@@ -322,6 +313,33 @@ arrow::Result<WriteOutput> WriteDataFiles(
     table = keyed;
   }
   out.rows = table->num_rows();
+
+  // The newest row per series: rows are sorted by (partition, series…, time,
+  // insertion, input row), so the last row of each series within a partition
+  // is that partition's candidate; the newest candidate of each series wins.
+  if (layout.time_column && out.rows > 0) {
+    const int64_t rows = table->num_rows();
+    TIMELAKE_ASSIGN_OR_RAISE(auto sorted, table->CombineChunksToBatch());
+    std::vector<std::shared_ptr<arrow::Array>> series;
+    for (const auto& k : layout.series_key) series.push_back(sorted->GetColumnByName(k));
+    std::shared_ptr<arrow::BooleanArray> same;
+    if (!series.empty() && rows > 1) {
+      TIMELAKE_ASSIGN_OR_RAISE(same, internal::SameAsNext(series, rows));
+    }
+    arrow::Int64Builder last;
+    for (int64_t i = 0; i < rows; ++i) {
+      const bool end = i + 1 == rows ||
+                       (partitions && partitions->Value(i) != partitions->Value(i + 1)) ||
+                       (same != nullptr && !same->Value(i));
+      if (end) TIMELAKE_RETURN_NOT_OK(last.Append(i));
+    }
+    TIMELAKE_ASSIGN_OR_RAISE(auto indices, last.Finish());
+    TIMELAKE_ASSIGN_OR_RAISE(auto candidates,
+                             cp::Take(arrow::Datum(sorted), arrow::Datum(indices)));
+    TIMELAKE_ASSIGN_OR_RAISE(
+        out.latest, LatestPerSeries({candidates.record_batch()}, *layout.time_column,
+                                    layout.series_key, layout.ingest_column));
+  }
 
   // Runs of equal partition values become files.
   struct Slice {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <arrow/record_batch.h>
+#include <parquet/types.h>
 
 #include "timelake/status.h"
 #include "timelake/storage/store.h"
@@ -33,6 +34,7 @@ struct Layout {
   bool dedup = false;
   bool partitioned = false;          // by the hour/day/month of the time column
   std::string partition_field_name;  // e.g. "time_day"; empty when unpartitioned
+  parquet::Compression::type compression = parquet::Compression::ZSTD;
   int compression_level = 3;
   int64_t row_group_rows = 1 << 20;
   int64_t data_page_rows = 20000;
@@ -51,6 +53,9 @@ struct WriteOutput {
   std::vector<WrittenFile> files;
   int64_t input_rows = 0;
   int64_t rows = 0;  // after dedup
+  // Time-series tables: the newest row of every series among the written
+  // rows, by the tie rule (for the last-value index); null otherwise.
+  std::shared_ptr<arrow::RecordBatch> latest;
 };
 
 // Partition value of a timestamp (microseconds since the epoch) for a chunk:
@@ -61,9 +66,11 @@ int32_t PartitionOf(int64_t micros, Chunk chunk);
 std::string PartitionLabel(int32_t value, Chunk chunk);
 
 // Aligns, stamps insertion time `now` where null, sorts, deduplicates and
-// writes the files under `data_prefix` (the table's "…/data" key). On error
-// the files written so far are deleted. Errors: kInvalid for bad data (nothing
-// is written), kStorage.
+// writes the files under `data_prefix` (the table's "…/data" key). Each file
+// streams to storage through a StoreOutputStream (storage/io.h): parts of
+// 8 MiB, uploaded as they fill, so a file's bytes are never all in memory,
+// and a file appears whole or not at all. On error the files written so far
+// are deleted. Errors: kInvalid for bad data (nothing is written), kStorage.
 arrow::Result<WriteOutput> WriteDataFiles(
     const storage::Store& store, const std::string& data_prefix, const Layout& layout,
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,

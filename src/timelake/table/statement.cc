@@ -1,0 +1,177 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// Session::Parse: a SQL script split into statements.
+
+#include <cctype>
+#include <string>
+
+#include "timelake/timelake.h"
+
+namespace timelake {
+
+namespace {
+
+std::string Trim(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return "";
+  const size_t last = text.find_last_not_of(" \t\r\n");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+std::string Upper(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The words of `text` upper-cased, up to `n` of them.
+std::vector<std::string> LeadingWords(std::string_view text, size_t n) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (words.size() < n && i < text.size()) {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    size_t start = i;
+    while (i < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
+      ++i;
+    }
+    if (i == start) break;
+    words.push_back(Upper(text.substr(start, i - start)));
+  }
+  return words;
+}
+
+// Fills kind, name and value from the text.
+arrow::Status Classify(Statement* s) {
+  const auto words = LeadingWords(s->text, 3);
+  if (words.empty()) return arrow::Status::OK();
+  if ((words[0] == "CREATE" || words[0] == "REFRESH" || words[0] == "DROP") &&
+      words.size() >= 3 && words[1] == "MATERIALIZED" && words[2] == "ROLLUP") {
+    s->kind = Statement::Kind::kRollup;
+    return arrow::Status::OK();
+  }
+  if (words[0] != "SET") return arrow::Status::OK();
+  s->kind = Statement::Kind::kSet;
+  // SET name = value | SET name TO value; the value may be quoted.
+  std::string_view rest = std::string_view(s->text).substr(3);
+  const size_t eq = rest.find('=');
+  const std::string upper = Upper(rest);
+  const size_t to = upper.find(" TO ");
+  size_t split = eq;
+  size_t skip = 1;
+  if (eq == std::string_view::npos || (to != std::string::npos && to < eq)) {
+    split = to;
+    skip = 4;
+  }
+  if (split == std::string_view::npos) {
+    return Invalid("line " + std::to_string(s->line) +
+                   ": expected SET name = value, got '" + s->text + "'");
+  }
+  s->name = Trim(rest.substr(0, split));
+  std::string value = Trim(rest.substr(split + skip));
+  if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"') &&
+      value.back() == value.front()) {
+    const char quote = value.front();
+    std::string unquoted;
+    for (size_t i = 1; i + 1 < value.size(); ++i) {
+      unquoted += value[i];
+      if (value[i] == quote && value[i + 1] == quote) ++i;  // '' is one quote
+    }
+    value = unquoted;
+  }
+  s->value = value;
+  if (s->name.empty() || s->value.empty()) {
+    return Invalid("line " + std::to_string(s->line) +
+                   ": expected SET name = value, got '" + s->text + "'");
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
+arrow::Result<std::vector<Statement>> Session::Parse(std::string_view script) {
+  enum class State { kCode, kSingle, kDouble, kLineComment, kBlockComment };
+  std::vector<Statement> out;
+  State state = State::kCode;
+  size_t begin = 0;
+  int line = 1;
+  int begin_line = 1;
+  int open_line = 1;  // where the current string or block comment started
+  size_t open_at = 0;
+  bool has_sql = false;
+  auto add = [&](std::string_view text, bool terminated) -> arrow::Status {
+    Statement s;
+    s.text = Trim(text);
+    s.line = begin_line;
+    s.terminated = terminated;
+    TIMELAKE_RETURN_NOT_OK(Classify(&s));
+    out.push_back(std::move(s));
+    return arrow::Status::OK();
+  };
+  for (size_t i = 0; i < script.size(); ++i) {
+    const char c = script[i];
+    const char next = i + 1 < script.size() ? script[i + 1] : '\0';
+    switch (state) {
+      case State::kCode:
+        if (c == '\'' || c == '"') {
+          state = c == '\'' ? State::kSingle : State::kDouble;
+          open_line = line;
+          open_at = i;
+        } else if (c == '-' && next == '-') {
+          state = State::kLineComment;
+          ++i;
+          break;
+        } else if (c == '/' && next == '*') {
+          state = State::kBlockComment;
+          open_line = line;
+          open_at = i;
+          ++i;
+          break;
+        } else if (c == ';') {
+          if (has_sql) TIMELAKE_RETURN_NOT_OK(add(script.substr(begin, i - begin), true));
+          begin = i + 1;
+          has_sql = false;
+          break;
+        }
+        if (!std::isspace(static_cast<unsigned char>(c))) {
+          if (!has_sql) {
+            begin_line = line;
+            begin = i;  // leading comments are not part of the statement
+          }
+          has_sql = true;
+        }
+        break;
+      case State::kSingle:
+        if (c == '\'') state = State::kCode;  // '' re-enters at once: an escape
+        break;
+      case State::kDouble:
+        if (c == '"') state = State::kCode;
+        break;
+      case State::kLineComment:
+        if (c == '\n') state = State::kCode;
+        break;
+      case State::kBlockComment:
+        if (c == '*' && next == '/') {
+          state = State::kCode;
+          ++i;
+        }
+        break;
+    }
+    if (c == '\n') ++line;
+  }
+  // An open string or block comment keeps the rest as an unterminated
+  // statement even without SQL, so a shell can wait for the lines that end
+  // it.
+  if (state == State::kSingle || state == State::kDouble ||
+      state == State::kBlockComment) {
+    if (!has_sql) {
+      begin_line = open_line;
+      begin = open_at;
+    }
+    has_sql = true;
+  }
+  if (has_sql) TIMELAKE_RETURN_NOT_OK(add(script.substr(begin), false));
+  return out;
+}
+
+}  // namespace timelake

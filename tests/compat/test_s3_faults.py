@@ -1,0 +1,203 @@
+"""Injected storage faults (SPEC §14): transient errors (503 SlowDown, dropped
+connections) are retried with backoff until the command succeeds; permanent
+ones (403, 404) are reported at once, without a second request.
+
+A small proxy in front of the session's S3 server forwards every request
+unchanged (the Host header too, so signatures stay valid) unless a rule
+says to answer it with an error or to drop the connection."""
+
+import datetime as dt
+import http.client
+import http.server
+import json
+import threading
+import urllib.parse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import run_cli
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+              "proxy-authorization", "proxy-authenticate"}
+ERROR_CODES = {403: "AccessDenied", 404: "NoSuchKey", 500: "InternalError", 503: "SlowDown"}
+
+
+class FaultProxy:
+    """Forwards to `upstream`; `rule(method, path, query)` returns None to
+    forward, an HTTP status to answer with an S3 error instead, or "drop"
+    to drop the connection without an answer. Every request is logged as
+    (method, path, query, outcome)."""
+
+    def __init__(self, upstream):
+        self.upstream = urllib.parse.urlsplit(upstream)
+        self.rule = lambda method, path, query: None
+        self.log = []
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def handle_any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                url = urllib.parse.urlsplit(self.path)
+                with proxy.lock:
+                    outcome = proxy.rule(self.command, url.path, url.query)
+                    proxy.log.append((self.command, url.path, url.query, outcome))
+                if outcome == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if outcome is not None:
+                    code = ERROR_CODES.get(outcome, "Injected")
+                    xml = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+                           f"<Message>injected fault</Message></Error>").encode()
+                    self.send_response(outcome)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(xml)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(xml)
+                    return
+                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port,
+                                                  timeout=60)
+                try:
+                    conn.putrequest(self.command, self.path, skip_host=True,
+                                    skip_accept_encoding=True)
+                    for k, v in self.headers.items():
+                        if k.lower() not in HOP_BY_HOP:
+                            conn.putheader(k, v)
+                    conn.endheaders(body)
+                    response = conn.getresponse()
+                    data = response.read()
+                finally:
+                    conn.close()
+                self.send_response(response.status)
+                for k, v in response.getheaders():
+                    # A HEAD answer keeps the object's length.
+                    if k.lower() not in HOP_BY_HOP and (
+                            k.lower() != "content-length" or self.command == "HEAD"):
+                        self.send_header(k, v)
+                if self.command != "HEAD":
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
+                                       daemon=True)
+        self.thread.start()
+
+    def outcomes(self, predicate=lambda method, path, query: True):
+        with self.lock:
+            return [o for m, p, q, o in self.log if predicate(m, p, q)]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def proxy(s3_server):
+    p = FaultProxy(s3_server.endpoint)
+    yield p
+    p.close()
+
+
+def write(path, n, offset=0):
+    pq.write_table(pa.table({
+        "time": pa.array([T0 + dt.timedelta(minutes=offset + i) for i in range(n)],
+                         pa.timestamp("us", tz="UTC")),
+        "dev": pa.array([f"d{i % 4}" for i in range(n)]),
+        "v": pa.array([float(offset + i) for i in range(n)]),
+    }), path)
+    return path
+
+
+def is_list(method, path, query):
+    return method == "GET" and "list-type=2" in query
+
+
+def test_transient_errors_are_retried(s3_server, s3_warehouse, proxy, tmp_path):
+    """Every 4th request gets 503 SlowDown and every 7th a dropped
+    connection; the commands still succeed with exactly their rows."""
+    env = s3_server.env(endpoint=proxy.endpoint)
+    counter = iter(range(1, 1_000_000))
+
+    def flaky(method, path, query):
+        n = next(counter)
+        return 503 if n % 4 == 0 else "drop" if n % 7 == 0 else None
+
+    proxy.rule = flaky
+    for k in range(3):
+        run_cli("-w", s3_warehouse, "append", "t", write(tmp_path / f"{k}.parquet", 20, 20 * k),
+                "--create", "--time-column", "time", "--series-key", "dev", env=env)
+    out = run_cli("-w", s3_warehouse, "sql", "SELECT count(*) AS n, sum(v) AS s FROM t",
+                  "--format", "json", env=env)
+    assert json.loads(out.stdout.splitlines()[0]) == {"n": 60, "s": float(sum(range(60)))}
+    outcomes = proxy.outcomes()
+    assert outcomes.count(503) >= 3 and outcomes.count("drop") >= 2, outcomes
+
+    # The same table without faults: nothing lost, nothing doubled.
+    proxy.rule = lambda *_: None
+    info = json.loads(run_cli("-w", s3_warehouse, "info", "t", "--format", "json",
+                              env=s3_server.env()).stdout)
+    assert info["rows"] == 60 and info["snapshots"] == 3
+
+
+def test_failures_outlasting_the_client_are_retried_by_the_store(s3_server, s3_warehouse,
+                                                                 proxy, tmp_path):
+    """The storage client gives up on a request after 10 retries; Timelake's
+    Store then retries the whole operation, so 12 failures in a row of one
+    listing still end in success."""
+    run_cli("-w", s3_warehouse, "append", "t", write(tmp_path / "a.parquet", 10), "--create",
+            "--time-column", "time", env=s3_server.env())
+    env = dict(s3_server.env(endpoint=proxy.endpoint), TIMELAKE_TRACE="storage")
+
+    def info():
+        proc = run_cli("-w", s3_warehouse, "info", "t", "--format", "json", env=env)
+        # The trace shows the client's calls (one per Store attempt), not
+        # the client's own retries.
+        return json.loads(proc.stdout), proc.stderr.count("timelake storage: LIST ")
+
+    got, calm_lists = info()
+    assert got["rows"] == 10
+    proxy.log.clear()
+    failures = iter(range(12))
+    proxy.rule = lambda m, p, q: 503 if is_list(m, p, q) and next(failures, None) is not None \
+        else None
+    got, stormy_lists = info()
+    assert got["rows"] == 10
+    lists = proxy.outcomes(is_list)
+    assert lists[:12] == [503] * 12 and None in lists[12:], lists
+    assert stormy_lists == calm_lists + 1  # the Store called the client once more
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_permanent_errors_are_not_retried(s3_server, s3_warehouse, proxy, tmp_path, status):
+    run_cli("-w", s3_warehouse, "append", "t", write(tmp_path / "a.parquet", 10), "--create",
+            "--time-column", "time", env=s3_server.env())
+
+    def is_metadata_get(method, path, query):
+        return method == "GET" and path.endswith(".metadata.json")
+
+    proxy.rule = lambda m, p, q: status if is_metadata_get(m, p, q) else None
+    proc = run_cli("-w", s3_warehouse, "info", "t", env=s3_server.env(endpoint=proxy.endpoint),
+                   check=False)
+    assert proc.returncode != 0
+    assert str(status) in proc.stderr, proc.stderr
+    assert "attempts" not in proc.stderr, proc.stderr
+    refused = proxy.outcomes(is_metadata_get)
+    assert refused == [status], refused  # one request, no retry
