@@ -47,12 +47,12 @@ rust-test: setup
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
 
 compat-test: release setup-test
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability
 
 test: setup-test release
 	ctest --preset release -j $(JOBS)
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability
 
 asan: setup
 	@cmake --preset asan >/dev/null

@@ -238,6 +238,10 @@ typedef struct TlCatalogCallbacks {
   //                    "seq": <sequence number>, "sorted": true|false}, ...],
   //         "dedup": {"keys": ["series", ..., "time"], "order": ["_ingest_ts"],
   //                   "groups": [[file index, ...], ...]}}
+  // A request {"last_values": {"partition_by": [...], "order_by": "time"}}
+  // asks for the current snapshot's last-value index instead: the answer is
+  // {"files": [{"path": ..., "size": n}]} when it holds the newest row per
+  // those columns, else {"files": null}.
   // "dedup" is optional: files of one group may hold rows with equal keys and
   // are merged by (keys, order, seq), keeping the last row of equal keys; the
   // other files are read as they are. "sorted" says a file is sorted by

@@ -174,8 +174,35 @@ impl TimelakeTable {
         Ok(plan)
     }
 
+    /// The file of the current snapshot's last-value index, when it answers
+    /// "newest row per `partition_by` ordered by `order_by` descending" for
+    /// this table (C++ checks the series key and the time column).
+    pub(crate) fn last_value_index(
+        &self,
+        partition_by: &[String],
+        order_by: &str,
+    ) -> TlResult<Option<PartitionedFile>> {
+        let request = json!({
+            "filters": [],
+            "last_values": {"partition_by": partition_by, "order_by": order_by},
+        })
+        .to_string();
+        let answer = runtime::call_blocking_sync(|| {
+            self.callbacks
+                .plan_scan(&self.schema_name, &self.table_name, &request)
+        })?;
+        let no_index = serde_json::from_str::<Value>(&answer)
+            .map(|v| v.get("files").is_some_and(Value::is_null))
+            .unwrap_or(false);
+        if no_index {
+            return Ok(None);
+        }
+        let plan = self.parse_answer(&answer)?;
+        Ok(plan.files.into_iter().next().map(|f| f.file))
+    }
+
     /// A Parquet scan of `files` (one file group per entry of `groups`).
-    fn parquet_scan(
+    pub(crate) fn parquet_scan(
         &self,
         state: &dyn Session,
         groups: Vec<FileGroup>,

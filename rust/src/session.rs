@@ -14,6 +14,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::catalog::{Callbacks, TimelakeCatalog};
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
+use crate::lastvalue::LastValueRewrite;
 use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::redact;
@@ -53,6 +54,7 @@ impl Session {
         config = config.with_option_extension(TimelakeOptions::new(Arc::clone(&callbacks))?);
         let ctx = SessionContext::new_with_config(config);
         ctx.register_udf(time_bucket());
+        ctx.add_optimizer_rule(Arc::new(LastValueRewrite));
         // The same client for scans as for the C API: one connection pool,
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));

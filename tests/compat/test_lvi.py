@@ -115,3 +115,22 @@ print(json.dumps(rows))
     assert any("/lvi-" in line for line in proc.stderr.splitlines()), proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert [(r["device"], r["value"]) for r in rows] == [("x", 7.0), ("y", 2.0)]
+
+
+def test_newest_row_per_series_sql_reads_the_index(warehouse, tmp_path):
+    append(warehouse, tmp_path, "q", [(0, "a", 1), (5, "a", 2), (3, "b", 3)], 0, create=True)
+    append(warehouse, tmp_path, "q", [(9, "c", 4), (1, "b", 30), (5, "a", 20)], 1)
+    sql = ("SELECT device, time, value FROM (SELECT device, time, value, ROW_NUMBER() OVER "
+           "(PARTITION BY device ORDER BY time DESC) AS rn FROM q) WHERE rn = 1 ORDER BY device")
+    plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {sql}", "--format", "json").stdout
+    assert "/metadata/lvi-" in plan and "WindowAggr" not in plan, plan
+    got = cli_query(warehouse, sql, tmp_path)
+    assert [(r["device"], r["time"], r["value"]) for r in got.to_pylist()] == \
+        latest_by_duckdb(warehouse, "q")
+    # A filter inside the window's input changes the question: no rewrite.
+    filtered = sql.replace("FROM q)", "FROM q WHERE value < 10)")
+    plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {filtered}", "--format", "json").stdout
+    assert "/metadata/lvi-" not in plan
+    got = cli_query(warehouse, filtered, tmp_path)
+    assert [(r["device"], r["value"]) for r in got.to_pylist()] == [("a", 1.0), ("b", 3.0),
+                                                                     ("c", 4.0)]

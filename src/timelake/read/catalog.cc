@@ -17,6 +17,7 @@
 #include "timelake/format/schema.h"
 #include "timelake/read/prune.h"
 #include "timelake/settings.h"
+#include "timelake/table/lvi.h"
 
 namespace timelake::read {
 
@@ -93,15 +94,53 @@ std::vector<ScanStats> ScanLog::Take() {
   return std::exchange(scans_, {});
 }
 
+namespace {
+
+// The answer to a "last_values" request: the current snapshot's last-value
+// index when it is the newest row per `partition_by` by `order_by` (the
+// table's series key and time column), otherwise no file.
+arrow::Result<std::string> PlanLastValues(const internal::TableState& table,
+                                          const json& want) {
+  const json none = {{"files", nullptr}};
+  const auto& contract = table.contract;
+  if (!contract.time_column || !want.is_object() || !want.contains("order_by") ||
+      want["order_by"] != *contract.time_column || !want.contains("partition_by") ||
+      !want["partition_by"].is_array()) {
+    return none.dump();
+  }
+  std::vector<std::string> partition_by;
+  for (const auto& c : want["partition_by"]) {
+    if (!c.is_string()) return none.dump();
+    partition_by.push_back(c.get<std::string>());
+  }
+  std::vector<std::string> series = contract.series_key;
+  std::sort(partition_by.begin(), partition_by.end());
+  std::sort(series.begin(), series.end());
+  if (series.empty() || partition_by != series) return none.dump();
+  const auto* snapshot = table.metadata.CurrentSnapshot();
+  if (snapshot == nullptr) return none.dump();
+  auto uri = internal::LviUri(*snapshot);
+  if (!uri) return none.dump();
+  TIMELAKE_ASSIGN_OR_RAISE(auto key, table.lake->store->KeyOf(*uri));
+  auto bytes = internal::GetImmutable(*table.lake, key);
+  if (!bytes.ok()) return none.dump();  // the ordinary scan answers instead
+  return json{{"files", json::array({{{"path", key}, {"size", (*bytes)->size()}}})}}.dump();
+}
+
+}  // namespace
+
 arrow::Result<std::string> PlanScan(const internal::TableState& table,
                                     std::string_view request_text, ScanStats* stats) {
-  TIMELAKE_ASSIGN_OR_RAISE(auto files, ListLiveFiles(table));
   json request;
   try {
     request = json::parse(request_text);
   } catch (const json::exception&) {
     // A request we cannot read prunes nothing; the scan stays correct.
   }
+  if (request.is_object() && request.contains("last_values")) {
+    return PlanLastValues(table, request["last_values"]);
+  }
+  TIMELAKE_ASSIGN_OR_RAISE(auto files, ListLiveFiles(table));
   // The session's SET values, then the table's properties, then defaults.
   std::map<std::string, std::string> session;
   if (request.is_object() && request.contains("settings") &&

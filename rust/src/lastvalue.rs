@@ -1,0 +1,224 @@
+//! The last-value rewrite (SPEC §6): "the newest row of every series",
+//!
+//! ```sql
+//! SELECT … FROM (SELECT …, ROW_NUMBER() OVER (PARTITION BY <series key>
+//!                ORDER BY <time> DESC) AS rn FROM t) WHERE rn = 1
+//! ```
+//!
+//! reads the table's last-value index (one small file with exactly those
+//! rows) instead of scanning and sorting the whole table.
+//!
+//! The rule matches the optimized logical plan `Filter(rn = 1)` over
+//! `WindowAggr(row_number)` over an unfiltered `TableScan` of a Timelake
+//! table, and asks C++ whether the current snapshot has an index for that
+//! series key and time column. If so, the three nodes become a scan of the
+//! index with `1` as the row number; otherwise nothing changes. Rows with
+//! equal newest times are one row in the index, the tie rule's winner, which
+//! is one of the rows the query may return.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::{Column, ScalarValue};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::FileGroup;
+use datafusion::datasource::{provider_as_source, source_as_provider};
+use datafusion::error::Result as DFResult;
+use datafusion::logical_expr::{
+    lit, BinaryExpr, Expr, LogicalPlan, LogicalPlanBuilder, Operator, TableProviderFilterPushDown,
+    TableScanBuilder, TableType, WindowFunctionDefinition,
+};
+use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::provider::TimelakeTable;
+
+#[derive(Debug, Default)]
+pub struct LastValueRewrite;
+
+/// The name of a bare column expression.
+fn column_name(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Column(c) => Some(c.name.as_str()),
+        _ => None,
+    }
+}
+
+/// Whether `predicate` is `<column> = 1` (either side).
+fn is_first_row(predicate: &Expr, column: &str) -> bool {
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = predicate else {
+        return false;
+    };
+    if *op != Operator::Eq {
+        return false;
+    }
+    let one = |e: &Expr| match e {
+        Expr::Literal(v, _) => matches!(
+            v,
+            ScalarValue::UInt64(Some(1))
+                | ScalarValue::Int64(Some(1))
+                | ScalarValue::Int32(Some(1))
+        ),
+        _ => false,
+    };
+    (column_name(left) == Some(column) && one(right))
+        || (column_name(right) == Some(column) && one(left))
+}
+
+impl OptimizerRule for LastValueRewrite {
+    fn name(&self) -> &str {
+        "timelake_last_value_rewrite"
+    }
+
+    fn apply_order(&self) -> Option<ApplyOrder> {
+        Some(ApplyOrder::BottomUp)
+    }
+
+    fn rewrite(
+        &self,
+        plan: LogicalPlan,
+        _config: &dyn OptimizerConfig,
+    ) -> DFResult<Transformed<LogicalPlan>> {
+        match self.try_rewrite(&plan)? {
+            Some(rewritten) => Ok(Transformed::yes(rewritten)),
+            None => Ok(Transformed::no(plan)),
+        }
+    }
+}
+
+impl LastValueRewrite {
+    fn try_rewrite(&self, plan: &LogicalPlan) -> DFResult<Option<LogicalPlan>> {
+        let LogicalPlan::Filter(filter) = plan else {
+            return Ok(None);
+        };
+        let LogicalPlan::Window(window) = filter.input.as_ref() else {
+            return Ok(None);
+        };
+        let LogicalPlan::TableScan(scan) = window.input.as_ref() else {
+            return Ok(None);
+        };
+        if !scan.filters.is_empty() || scan.fetch.is_some() || window.window_expr.len() != 1 {
+            return Ok(None);
+        }
+        let fields = window.schema.fields();
+        let row_number_name = fields[fields.len() - 1].name().clone();
+        if !is_first_row(&filter.predicate, &row_number_name) {
+            return Ok(None);
+        }
+        let Expr::WindowFunction(function) = window.window_expr[0].clone().unalias() else {
+            return Ok(None);
+        };
+        let WindowFunctionDefinition::WindowUDF(udf) = &function.fun else {
+            return Ok(None);
+        };
+        let params = &function.params;
+        if udf.name() != "row_number"
+            || !params.args.is_empty()
+            || params.filter.is_some()
+            || params.partition_by.is_empty()
+            || params.order_by.len() != 1
+            || params.order_by[0].asc
+        {
+            return Ok(None);
+        }
+        let Some(partition_by) = params
+            .partition_by
+            .iter()
+            .map(|e| column_name(e).map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Ok(None);
+        };
+        let Some(order_by) = column_name(&params.order_by[0].expr) else {
+            return Ok(None);
+        };
+
+        let provider = source_as_provider(&scan.source)?;
+        let Some(table) = provider.downcast_ref::<TimelakeTable>() else {
+            return Ok(None);
+        };
+        let index = table
+            .last_value_index(&partition_by, order_by)
+            .map_err(crate::error::TlError::into_datafusion)?;
+        let Some(index) = index else {
+            return Ok(None);
+        };
+
+        let source = provider_as_source(Arc::new(LastValueTable {
+            table: Arc::clone(&provider),
+            index,
+        }));
+        let new_scan = TableScanBuilder::new(scan.table_name.clone(), source)
+            .with_projection(scan.projection.clone())
+            .build()?;
+        let mut exprs: Vec<Expr> = new_scan
+            .projected_schema
+            .columns()
+            .into_iter()
+            .map(|c: Column| Expr::Column(c))
+            .collect();
+        exprs.push(lit(ScalarValue::UInt64(Some(1))).alias(row_number_name));
+        let rewritten = LogicalPlanBuilder::from(LogicalPlan::TableScan(new_scan))
+            .project(exprs)?
+            .build()?;
+        Ok(Some(rewritten))
+    }
+}
+
+/// A Timelake table read through its last-value index: same schema, one
+/// small Parquet file.
+struct LastValueTable {
+    table: Arc<dyn TableProvider>,
+    index: PartitionedFile,
+}
+
+impl fmt::Debug for LastValueTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LastValueTable")
+            .field("index", &self.index.object_meta.location)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl TableProvider for LastValueTable {
+    fn schema(&self) -> SchemaRef {
+        self.table.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DFResult<Vec<TableProviderFilterPushDown>> {
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DFResult<Arc<dyn ExecutionPlan>> {
+        let table = self
+            .table
+            .downcast_ref::<TimelakeTable>()
+            .expect("a last-value table wraps a Timelake table");
+        table.parquet_scan(
+            state,
+            vec![FileGroup::new(vec![self.index.clone()])],
+            vec![],
+            projection.cloned(),
+            None,
+            limit,
+        )
+    }
+}
