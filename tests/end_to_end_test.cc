@@ -221,6 +221,7 @@ TEST_F(EndToEnd, RepeatedBatchIdCommitsNothing) {
   opts.batch_id = "load-42";
   TL_ASSERT_OK_AND_ASSIGN(auto first, table.Append({Batch({kT0}, {1}, {1})}, opts));
   EXPECT_EQ(first.second.rows, 1);
+  Flush();  // the head object and version hint of the first append
   const auto before = Files();
   TL_ASSERT_OK_AND_ASSIGN(auto second, table.Append({Batch({kT0 + 1}, {1}, {2})}, opts));
   EXPECT_TRUE(second.second.duplicate_batch);

@@ -15,6 +15,7 @@ pub mod error;
 pub mod ffi;
 pub mod filters;
 pub mod lastvalue;
+pub mod naming;
 pub mod provider;
 pub mod runtime;
 pub mod session;

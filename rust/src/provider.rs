@@ -35,6 +35,7 @@ use crate::catalog::Callbacks;
 use crate::dedup::DedupExec;
 use crate::error::{TlError, TlResult};
 use crate::filters::translate_filters;
+use crate::naming::NamingReaderFactory;
 use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::Store;
@@ -229,7 +230,9 @@ impl TimelakeTable {
         let mut source = ParquetSource::new(table_schema)
             .with_table_parquet_options(options)
             .with_enable_page_index(true)
-            .with_parquet_file_reader_factory(Arc::new(reader_factory));
+            .with_parquet_file_reader_factory(Arc::new(NamingReaderFactory {
+                inner: Arc::new(reader_factory),
+            }));
         if let Some(hint) = metadata_size_hint {
             source = source.with_metadata_size_hint(hint);
         }

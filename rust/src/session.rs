@@ -8,6 +8,7 @@ use arrow::array::{Array, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
+use datafusion::execution::context::SQLOptions;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -30,6 +31,16 @@ pub const DEFAULT_SCHEMA: &str = "default";
 fn time_bucket() -> ScalarUDF {
     let date_bin = datafusion::functions::datetime::date_bin();
     ScalarUDF::new_from_shared_impl(Arc::clone(date_bin.inner())).with_aliases(["time_bucket"])
+}
+
+/// What SQL may do in a session: queries and SET, but no DDL (CREATE/DROP
+/// TABLE, CREATE EXTERNAL TABLE over arbitrary files) and no DML (INSERT,
+/// COPY … TO a file): tables change only through the engine's commits.
+fn query_options() -> SQLOptions {
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(true)
 }
 
 pub struct Session {
@@ -96,7 +107,10 @@ impl Session {
         let sql = sql.to_string();
         let batches = runtime::run(async move {
             let plan_err = |e| from_datafusion(&e, Phase::Planning);
-            let df = ctx.sql(&sql).await.map_err(plan_err)?;
+            let df = ctx
+                .sql_with_options(&sql, query_options())
+                .await
+                .map_err(plan_err)?;
             let task_ctx = Arc::new(df.task_ctx());
             let plan = df.create_physical_plan().await.map_err(plan_err)?;
             execute_stream(plan, task_ctx).map_err(|e| from_datafusion(&e, Phase::Execution))
@@ -111,7 +125,10 @@ impl Session {
         let statement = format!("EXPLAIN ANALYZE {sql}");
         let batches = runtime::run(async move {
             let plan_err = |e| from_datafusion(&e, Phase::Planning);
-            let df = ctx.sql(&statement).await.map_err(plan_err)?;
+            let df = ctx
+                .sql_with_options(&statement, query_options())
+                .await
+                .map_err(plan_err)?;
             let task_ctx = Arc::new(df.task_ctx());
             let plan = df.create_physical_plan().await.map_err(plan_err)?;
             collect(plan, task_ctx)

@@ -193,7 +193,10 @@ def test_permanent_errors_are_not_retried(s3_server, s3_warehouse, proxy, tmp_pa
     def is_metadata_get(method, path, query):
         return method == "GET" and path.endswith(".metadata.json")
 
-    proxy.rule = lambda m, p, q: status if is_metadata_get(m, p, q) else None
+    # The head object would answer without the metadata file: it fails too
+    # (a reader then takes the ordinary path).
+    proxy.rule = lambda m, p, q: (status if is_metadata_get(m, p, q) or
+                                  (m == "GET" and p.endswith("timelake-head")) else None)
     proc = run_cli("-w", s3_warehouse, "info", "t", env=s3_server.env(endpoint=proxy.endpoint),
                    check=False)
     assert proc.returncode != 0

@@ -29,7 +29,6 @@ from typing import Callable, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from pyiceberg.table import StaticTable
 
 from compat_helpers import BIN, cli_query, referenced_files, run_cli
@@ -202,7 +201,7 @@ class CrashRun:
             self.check_rows()
 
     def killed_alter(self, step):
-        value = 100 + step
+        value = 1000 + step  # never a value of measure()
         status, _, _ = self.spawn(["alter", TABLE, "--set", f"timelake.compact-min-files={value}"],
                                   self.delay("alter"))
         self.counts["alter"][status] += 1

@@ -740,28 +740,53 @@ arrow::Status RunAppend(const GlobalArgs& global, const AppendCommand& args) {
   const Table table = std::move(loaded).ValueOrDie();
   const auto table_schema = table.schema();
 
+  // Every file opens, and has no column the table lacks, before the first
+  // commit: a bad second file must not leave the first half-imported.
+  for (size_t f = first_input != nullptr ? 1 : 0; f < specs.size(); ++f) {
+    ARROW_ASSIGN_OR_RAISE(auto input, OpenInput(specs[f], table_schema.get()));
+    for (const auto& field : input->schema()->fields()) {
+      if (table_schema->GetFieldIndex(field->name()) < 0) {
+        return arrow::Status::Invalid(specs[f].path, ": column '", field->name(),
+                                      "' is not in table ", table.name().ToString(),
+                                      " (add it to the table's schema first)");
+      }
+    }
+  }
+
   BatchCommitter committer(table, args.commit_rows, args.batch_id);
+  // Errors after some commits landed say so: those rows stay.
+  auto failed = [&](const arrow::Status& st, const std::string& context) {
+    const auto& totals = committer.totals();
+    if (totals.commits == 0) return WithContext(st, context);
+    return WithContext(
+        st,
+        fmt::format("{} ({} rows in {} commits were committed before this error{})",
+                    context, totals.rows, totals.commits,
+                    args.batch_id ? "; re-run with the same --batch-id to resume" : ""));
+  };
   Progress progress("appending", total_bytes);
   int64_t bytes_before = 0;
   for (size_t f = 0; f < specs.size(); ++f) {
     const InputSpec& spec = specs[f];
     std::unique_ptr<InputFile> input = std::move(first_input);
     if (input == nullptr) {
-      ARROW_ASSIGN_OR_RAISE(input, OpenInput(spec, table_schema.get()));
+      auto opened = OpenInput(spec, table_schema.get());
+      if (!opened.ok()) return failed(opened.status(), spec.path);
+      input = std::move(opened).ValueOrDie();
     }
     // The library names the table in its errors; the file is ours to add.
     const std::string& context = spec.path;
     while (true) {
       auto batch = input->Next();
-      if (!batch.ok()) return WithContext(batch.status(), context);
+      if (!batch.ok()) return failed(batch.status(), context);
       if (*batch == nullptr) break;
       auto added = committer.Add(*batch);
-      if (!added.ok()) return WithContext(added, context);
+      if (!added.ok()) return failed(added, context);
       progress.Update(bytes_before + input->bytes_done(), committer.totals().input_rows);
     }
     bytes_before += spec.size;
   }
-  ARROW_RETURN_NOT_OK(committer.Flush());
+  if (auto st = committer.Flush(); !st.ok()) return failed(st, "the last commit");
   progress.Finish();
   const std::string source =
       specs.size() == 1 ? "" : fmt::format(" from {} files", specs.size());

@@ -123,22 +123,28 @@ void BackoffBeforeRetry(int attempt) {
       std::chrono::milliseconds(std::uniform_int_distribution<int>(1, cap_ms)(rng)));
 }
 
-void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string table_key,
-                           int64_t number) {
+void RunInBackground(std::function<void()> work) {
   Background& bg = GetBackground();
   {
     std::lock_guard<std::mutex> lock(bg.mu);
     ++bg.running;
   }
-  std::thread([store = std::move(store), table_key = std::move(table_key), number] {
-    // Best effort: readers list metadata/ and never need the hint.
-    (void)store->Put(MetadataPrefix(table_key) + "/version-hint.text",
-                     std::to_string(number));
+  std::thread([work = std::move(work)] {
+    work();
     Background& b = GetBackground();
     std::lock_guard<std::mutex> lock(b.mu);
     --b.running;
     b.cv.notify_all();
   }).detach();
+}
+
+void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string table_key,
+                           int64_t number) {
+  RunInBackground([store = std::move(store), table_key = std::move(table_key), number] {
+    // Best effort: readers list metadata/ and never need the hint.
+    (void)store->Put(MetadataPrefix(table_key) + "/version-hint.text",
+                     std::to_string(number));
+  });
 }
 
 void WaitForBackgroundWrites() {

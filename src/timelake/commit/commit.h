@@ -10,6 +10,8 @@
 #define TIMELAKE_COMMIT_COMMIT_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -65,6 +67,10 @@ void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string ta
 
 // Waits for all background writes of this process.
 void WaitForBackgroundWrites();
+
+// Runs `work` on a detached thread that WaitForBackgroundWrites() (and so
+// Flush()) waits for.
+void RunInBackground(std::function<void()> work);
 
 }  // namespace timelake::commit
 

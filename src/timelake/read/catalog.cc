@@ -124,7 +124,8 @@ arrow::Result<std::string> PlanLastValues(const internal::TableState& table,
   TIMELAKE_ASSIGN_OR_RAISE(auto key, table.lake->store->KeyOf(*uri));
   auto bytes = internal::GetImmutable(*table.lake, key);
   if (!bytes.ok()) return none.dump();  // the ordinary scan answers instead
-  return json{{"files", json::array({{{"path", key}, {"size", (*bytes)->size()}}})}}.dump();
+  return json{{"files", json::array({{{"path", key}, {"size", (*bytes)->size()}}})}}
+      .dump();
 }
 
 }  // namespace
@@ -235,6 +236,7 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
 }
 
 arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& table) {
+  if (table.head_files != nullptr) return *table.head_files;
   std::vector<LiveFile> out;
   const auto* snapshot = table.metadata.CurrentSnapshot();
   if (snapshot == nullptr) return out;
@@ -267,6 +269,9 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
       LiveFile f;
       TIMELAKE_ASSIGN_OR_RAISE(f.key, store.KeyOf(e.data_file.file_path));
       f.sequence_number = e.sequence_number ? e.sequence_number : m.sequence_number;
+      f.snapshot_id = e.snapshot_id.value_or(m.added_snapshot_id);
+      f.file_sequence_number = e.file_sequence_number.value_or(m.sequence_number);
+      f.added = e.status == format::kEntryAdded;
       f.data_file = e.data_file;
       out.push_back(std::move(f));
     }

@@ -23,6 +23,9 @@ namespace timelake::read {
 struct LiveFile {
   std::string key;                         // relative to the warehouse root
   std::optional<int64_t> sequence_number;  // inherited from the manifest when unset
+  int64_t snapshot_id = 0;                 // the snapshot that added it
+  int64_t file_sequence_number = 0;
+  bool added = false;          // status ADDED (not EXISTING)
   format::DataFile data_file;  // size, record count and the statistics for pruning
 };
 
@@ -32,11 +35,11 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
 
 // What file pruning did for one scan of one table.
 struct ScanStats {
-  std::string table;   // "ns.table"
-  size_t live = 0;     // data files of the current snapshot
-  size_t pruned = 0;   // skipped by partition values and column bounds
-  size_t read = 0;     // handed to DataFusion
-  size_t merged = 0;   // of those, merged by dedup on read
+  std::string table;  // "ns.table"
+  size_t live = 0;    // data files of the current snapshot
+  size_t pruned = 0;  // skipped by partition values and column bounds
+  size_t read = 0;    // handed to DataFusion
+  size_t merged = 0;  // of those, merged by dedup on read
 
   std::string ToString() const;
 };

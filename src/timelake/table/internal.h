@@ -20,6 +20,10 @@
 #include "timelake/timelake.h"
 #include "timelake/util/clock.h"
 
+namespace timelake::read {
+struct LiveFile;
+}  // namespace timelake::read
+
 namespace timelake::internal {
 
 // Immutable objects (manifest lists, manifests, last-value indexes) by key,
@@ -85,6 +89,11 @@ struct TableState {
   format::TableMetadata metadata;
   std::shared_ptr<arrow::Schema> schema;
   Contract contract;
+  // From a current head object (head.h), when the version was loaded
+  // through one: the live data files and the last-value index, so that
+  // planning needs no manifest or index read.
+  std::shared_ptr<const std::vector<read::LiveFile>> head_files;
+  std::shared_ptr<arrow::RecordBatch> head_last_values;
 };
 
 // "ns/table".

@@ -1,9 +1,12 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
 #include <algorithm>
+#include <future>
 
 #include "timelake/commit/commit.h"
 #include "timelake/format/schema.h"
+#include "timelake/read/catalog.h"
+#include "timelake/table/head.h"
 #include "timelake/table/internal.h"
 #include "timelake/util/compute.h"
 #include "timelake/util/uuid.h"
@@ -66,12 +69,66 @@ arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
   return std::shared_ptr<const TableState>(std::move(state));
 }
 
+namespace {
+
+// The state of `version` from a head object that is current, or nullptr
+// when the head is missing, stale or unreadable (the ordinary path then).
+std::shared_ptr<const TableState> FromHead(
+    const std::shared_ptr<LakeState>& lake, const TableName& name,
+    const commit::Version& version,
+    const arrow::Result<std::shared_ptr<arrow::Buffer>>& bytes) {
+  if (!bytes.ok()) return nullptr;
+  const auto& store = *lake->store;
+  const std::string uri =
+      store.Uri(commit::MetadataPrefix(TableKey(name)) + "/" + kHeadName);
+  auto head = DecodeHead((*bytes)->ToString(), uri);
+  if (!head.ok() || head->version != version.number) return nullptr;
+  auto metadata =
+      format::TableMetadata::Parse(head->metadata_json, store.Uri(version.key));
+  if (!metadata.ok()) return nullptr;
+  auto files = std::make_shared<std::vector<read::LiveFile>>(std::move(head->files));
+  for (auto& f : *files) {
+    auto key = store.KeyOf(f.data_file.file_path);
+    if (!key.ok()) return nullptr;
+    f.key = *key;
+  }
+  auto made =
+      MakeTableState(lake, name, version.number, version.key, std::move(*metadata));
+  if (!made.ok()) return nullptr;
+  auto state = std::make_shared<TableState>(**made);
+  state->head_files = std::move(files);
+  state->head_last_values = std::move(head->last_values);
+  lake->tables.Remember(*state);
+  return state;
+}
+
+}  // namespace
+
 arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
     std::shared_ptr<LakeState> lake, const TableName& name) {
-  TIMELAKE_ASSIGN_OR_RAISE(
-      auto loaded, commit::LoadLatest(*lake->store, TableKey(name), name.ToString()));
-  return MakeTableState(std::move(lake), name, loaded.version.number, loaded.version.key,
-                        std::move(loaded.metadata));
+  // The head and the listing of metadata/ in parallel: with a current head,
+  // that is the only round trip before the data.
+  const std::string table_key = TableKey(name);
+  auto head = std::async(std::launch::async, [&] {
+    return lake->store->Get(commit::MetadataPrefix(table_key) + "/" + kHeadName);
+  });
+  auto latest = commit::FindLatestVersion(*lake->store, table_key);
+  auto head_bytes = head.get();
+  TIMELAKE_RETURN_NOT_OK(latest.status());
+  if (!*latest) {
+    return NotFound("table " + name.ToString() + " not found in " +
+                    lake->store->root_url());
+  }
+  if (auto state = FromHead(lake, name, **latest, head_bytes)) return state;
+  auto bytes = lake->store->Get((*latest)->key);
+  if (!bytes.ok()) return WithContext(bytes.status(), "loading table " + name.ToString());
+  auto metadata = format::TableMetadata::Parse((*bytes)->ToString(),
+                                               lake->store->Uri((*latest)->key));
+  if (!metadata.ok()) {
+    return WithContext(metadata.status(), "loading table " + name.ToString());
+  }
+  return MakeTableState(std::move(lake), name, (*latest)->number, (*latest)->key,
+                        std::move(*metadata));
 }
 
 }  // namespace internal

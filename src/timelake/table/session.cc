@@ -29,6 +29,23 @@ namespace {
 
 constexpr char kRowNumberColumn[] = "__timelake_rn";
 
+// A result stream whose errors carry `context`.
+class NamedReader : public arrow::RecordBatchReader {
+ public:
+  NamedReader(std::shared_ptr<arrow::RecordBatchReader> inner, std::string context)
+      : inner_(std::move(inner)), context_(std::move(context)) {}
+  std::shared_ptr<arrow::Schema> schema() const override { return inner_->schema(); }
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
+    auto st = inner_->ReadNext(batch);
+    return st.ok() ? st : WithContext(st, context_);
+  }
+  arrow::Status Close() override { return inner_->Close(); }
+
+ private:
+  std::shared_ptr<arrow::RecordBatchReader> inner_;
+  std::string context_;
+};
+
 // A SQL identifier in double quotes.
 std::string Quote(const std::string& name) {
   std::string out = "\"";
@@ -88,7 +105,15 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
   if (code != TL_OK) return storage::FromPlatform(code, err, "running SQL");
   auto reader = arrow::ImportRecordBatchReader(&stream);
   if (!reader.ok()) return WithContext(reader.status(), "running SQL");
-  return *reader;
+  // Planning is over: the scans it logged are this query's. Errors while
+  // reading (a damaged data file) then name the tables being read.
+  std::string tables;
+  for (const auto& scan : state_->scans->Take()) {
+    if (tables.find(scan.table) == std::string::npos)
+      tables += (tables.empty() ? "" : ", ") + scan.table;
+  }
+  if (tables.empty()) return *reader;
+  return std::make_shared<NamedReader>(*reader, "reading " + tables);
 }
 
 arrow::Result<std::shared_ptr<arrow::Table>> Session::Sql(std::string_view sql) {
@@ -131,6 +156,13 @@ arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(
   }
   // The snapshot's last-value index answers in one read. A missing or
   // unreadable index falls back to the scan, which gives the same answer.
+  if (state->head_last_values != nullptr) {
+    auto aligned = AlignBatch(*state->head_last_values, *state->schema);
+    if (aligned.ok()) {
+      auto table = arrow::Table::FromRecordBatches(state->schema, {*aligned});
+      if (table.ok()) return *table;
+    }
+  }
   if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
     if (auto uri = internal::LviUri(*snapshot)) {
       auto index = internal::ReadLvi(*state_->lake, *uri, *state->schema);

@@ -6,6 +6,7 @@
 #include "timelake/commit/commit.h"
 #include "timelake/format/manifest.h"
 #include "timelake/format/schema.h"
+#include "timelake/table/head.h"
 #include "timelake/table/internal.h"
 #include "timelake/table/lvi.h"
 #include "timelake/util/uuid.h"
@@ -186,6 +187,7 @@ arrow::Result<Table> Table::SetProperties(
           internal::MakeTableState(state_->lake, state_->name, version,
                                    commit::VersionKey(state_->table_key, version),
                                    std::move(stored)));
+      internal::WriteHeadAsync(new_state);
       return Table(std::move(new_state));
     }
     if (attempt >= 20) {
@@ -468,6 +470,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
           internal::MakeTableState(state_->lake, state_->name, result.version,
                                    commit::VersionKey(state_->table_key, result.version),
                                    std::move(stored)));
+      internal::WriteHeadAsync(new_state);
       return std::make_pair(Table(std::move(new_state)), result);
     }
     // Lost the race: back off and rebase. This attempt's manifest list is

@@ -98,9 +98,13 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NormalizeSchema(
   if (time_column && !found_time) {
     return Invalid("time column '" + *time_column + "' is not in the schema");
   }
+  std::set<std::string> seen_keys;
   for (const auto& k : series_key) {
     if (!names.count(k))
       return Invalid("series key column '" + k + "' is not in the schema");
+    if (!seen_keys.insert(k).second) {
+      return Invalid("series key column '" + k + "' is given twice");
+    }
     if (time_column && k == *time_column) {
       return Invalid("series key column '" + k + "' is the time column");
     }

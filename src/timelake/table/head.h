@@ -1,0 +1,59 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The head object `metadata/timelake-head` (SPEC §4.7): what a reader needs
+// to plan a query at one table version, in one object, so that a cold
+// process reads it together with a listing of metadata/ instead of walking
+// version -> manifest list -> manifests -> last-value index.
+//
+// Layout (Timelake 0.7's, codec "arrow"; docs/format.md):
+//   "TLHD" | u8 1 | u64 LE table version | u8 n | codec name (n bytes) |
+//   sections, each u64 LE length + one Arrow IPC stream:
+//     layout       no columns, schema metadata {"layout": "1"}
+//     columns      per-file column statistics (file index, field id, bounds, counts)
+//     files        live data files (path, size, records, partition, …)
+//     footers      Parquet footers (path, footer); this writer inlines none
+//     last_values  the last-value index rows, when the snapshot has one
+//     metadata     the table metadata JSON
+// Sections other than "layout" carry {"timelake.section": name}; readers skip
+// sections they do not know. A head whose version is not the newest listed
+// is stale and ignored: it never decides an answer on its own.
+
+#ifndef TIMELAKE_TABLE_HEAD_H_
+#define TIMELAKE_TABLE_HEAD_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <arrow/record_batch.h>
+
+#include "timelake/read/catalog.h"
+#include "timelake/table/internal.h"
+
+namespace timelake::internal {
+
+inline constexpr char kHeadName[] = "timelake-head";
+
+struct Head {
+  int64_t version = 0;
+  std::string metadata_json;
+  std::vector<read::LiveFile> files;  // key left empty: callers resolve paths
+  std::shared_ptr<arrow::RecordBatch> last_values;  // may be null
+};
+
+// Encodes a head. Errors: kInvalid for data Arrow cannot encode.
+arrow::Result<std::string> EncodeHead(const Head& head);
+
+// Decodes a head. Errors: kCorrupt naming `uri` (bad magic, truncated,
+// unknown codec, sections that do not parse).
+arrow::Result<Head> DecodeHead(std::string_view bytes, const std::string& uri);
+
+// The head of `state`'s version, built from its live files and last-value
+// index and put to metadata/timelake-head, in the background (Flush() waits).
+// Best effort: a failure leaves the previous head, which readers then find
+// stale.
+void WriteHeadAsync(std::shared_ptr<const TableState> state);
+
+}  // namespace timelake::internal
+
+#endif  // TIMELAKE_TABLE_HEAD_H_

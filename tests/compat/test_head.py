@@ -1,0 +1,112 @@
+"""The head object `metadata/timelake-head` (issue #6): written after every
+commit in Timelake 0.7's layout, read by a cold process together with the
+listing of metadata/, so that `latest` costs one round trip (the head and the
+listing in parallel) and a filtered query needs nothing else before its data
+files. A stale or corrupt head never changes an answer.
+"""
+
+import datetime as dt
+import os
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conftest import cli_query, run_cli, run_tl07
+
+UTC = dt.timezone.utc
+T0 = dt.datetime(2026, 4, 1, tzinfo=UTC)
+SERIES = 10_000
+
+
+def trace(warehouse, *args):
+    """Storage requests of one cold CLI run: (method, key) in order."""
+    proc = run_cli("-w", warehouse, *args, env={**os.environ, "TIMELAKE_TRACE": "storage"})
+    lines = [line.split() for line in proc.stderr.splitlines()
+             if line.startswith("timelake storage:")]
+    return [(parts[2], parts[3]) for parts in lines], proc.stdout
+
+
+def make_table(warehouse, tmp_path, name="s", appends=3):
+    rows_per = SERIES
+    for i in range(appends):
+        t = pa.table({
+            "time": pa.array([T0 + dt.timedelta(minutes=i) for _ in range(rows_per)],
+                             pa.timestamp("us", tz="UTC")),
+            "sensor": pa.array([f"s{j:05d}" for j in range(rows_per)]),
+            "value": pa.array([float(i * rows_per + j) for j in range(rows_per)]),
+        })
+        f = tmp_path / f"{name}{i}.parquet"
+        pq.write_table(t, f)
+        args = ["-w", warehouse, "append", name, f]
+        if i == 0:
+            args += ["--create", "--time-column", "time", "--series-key", "sensor"]
+        run_cli(*args)
+
+
+def test_cold_latest_and_filtered_query_round_trips(warehouse, tmp_path):
+    make_table(warehouse, tmp_path)
+    head = warehouse / "default" / "s" / "metadata" / "timelake-head"
+    assert head.read_bytes()[:4] == b"TLHD"
+
+    requests, out = trace(warehouse, "latest", "s", "--format", "csv")
+    # One round trip: the head and the listing, issued together.
+    assert sorted(m for m, _ in requests) == ["GET", "LIST"], requests
+    assert requests[0][1].endswith("timelake-head") or requests[1][1].endswith("timelake-head")
+    lines = out.strip().splitlines()
+    assert len(lines) == SERIES + 1 and lines[1].startswith("2026-04-01 00:02:00,s00000,20000")
+
+    requests, out = trace(warehouse, "sql", "SELECT count(*) AS n FROM s WHERE sensor = 's00042' "
+                          "AND time >= '2026-04-01T00:01:00Z'", "--format", "csv")
+    before_data = []
+    for method, key in requests:
+        if "/data/" in key:
+            break
+        before_data.append(method)
+    assert sorted(before_data) == ["GET", "LIST"], requests  # at most 3 allowed; 1 round trip
+    assert out.strip().splitlines()[1] == "2"
+
+
+def test_stale_or_corrupt_head_gives_the_same_answers(warehouse, tmp_path):
+    make_table(warehouse, tmp_path, appends=1)
+    metadata = warehouse / "default" / "s" / "metadata"
+    old_head = tmp_path / "old-head"
+    shutil.copy(metadata / "timelake-head", old_head)
+    f = tmp_path / "more.parquet"
+    pq.write_table(pa.table({"time": pa.array([T0 + dt.timedelta(hours=1)],
+                                              pa.timestamp("us", tz="UTC")),
+                             "sensor": ["s00007"], "value": [-1.0]}), f)
+    run_cli("-w", warehouse, "append", "s", f)
+    want = cli_query(warehouse, "SELECT sensor, value FROM s WHERE sensor = 's00007' "
+                     "ORDER BY time", tmp_path).to_pylist()
+    assert want == [{"sensor": "s00007", "value": 7.0}, {"sensor": "s00007", "value": -1.0}]
+
+    for content in [old_head.read_bytes(), b"TLHD\x01garbage", b"", b"not a head at all"]:
+        (metadata / "timelake-head").write_bytes(content)
+        got = cli_query(warehouse, "SELECT sensor, value FROM s WHERE sensor = 's00007' "
+                        "ORDER BY time", tmp_path).to_pylist()
+        assert got == want
+        latest = run_cli("-w", warehouse, "latest", "s", "--format", "csv").stdout
+        assert "2026-04-01 01:00:00,s00007,-1" in latest
+
+
+def test_timelake07_reads_our_head_and_we_read_its(warehouse, tmp_path):
+    make_table(warehouse, tmp_path, name="ours", appends=1)
+    src = tmp_path / "theirs.parquet"
+    pq.write_table(pa.table({"time": pa.array([T0, T0 + dt.timedelta(minutes=5)],
+                                              pa.timestamp("us", tz="UTC")),
+                             "sensor": ["x", "x"], "value": [1.0, 2.0]}), src)
+    out = run_tl07(
+        """
+import sys, json, timelake, pyarrow.parquet as pq
+lake = timelake.Lake(sys.argv[1])
+data = pq.read_table(sys.argv[2])
+lake.create_table("theirs", data.schema, time_column="time", series_key=["sensor"]).append(data)
+print(json.dumps([lake.latest("ours").num_rows,
+                  lake.sql("SELECT count(*) AS n FROM ours").to_pylist()[0]["n"]]))
+""", warehouse, src)
+    assert out.strip().splitlines()[-1] == f"[{SERIES}, {SERIES}]"
+    assert (warehouse / "default" / "theirs" / "metadata" / "timelake-head").exists()
+    requests, out = trace(warehouse, "latest", "theirs", "--format", "csv")
+    assert sorted(m for m, _ in requests) == ["GET", "LIST"], requests
+    assert out.strip().splitlines()[1].startswith("2026-04-01 00:05:00,x,2")
