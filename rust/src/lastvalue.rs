@@ -5,7 +5,13 @@
 //!                ORDER BY <time> DESC) AS rn FROM t) WHERE rn = 1
 //! ```
 //!
-//! reads the table's last-value index (one small file with exactly those
+//! and "the newest row of one series",
+//!
+//! ```sql
+//! SELECT … FROM t WHERE <series key> = … ORDER BY <time> DESC LIMIT 1
+//! ```
+//!
+//! read the table's last-value index (one small file with exactly those
 //! rows) instead of scanning and sorting the whole table.
 //!
 //! The rule matches the optimized logical plan `Filter(rn = 1)` over
@@ -28,6 +34,7 @@ use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::FileGroup;
 use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::error::Result as DFResult;
+use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{
     lit, BinaryExpr, Expr, LogicalPlan, LogicalPlanBuilder, Operator, TableProviderFilterPushDown,
     TableScanBuilder, TableType, WindowFunctionDefinition,
@@ -90,8 +97,51 @@ impl OptimizerRule for LastValueRewrite {
     }
 }
 
+/// `<column> = <literal>` of every conjunct of `predicate`, or None when a
+/// conjunct is anything else.
+fn equality_columns(predicate: &Expr) -> Option<Vec<String>> {
+    split_conjunction(predicate)
+        .into_iter()
+        .map(|conjunct| match conjunct {
+            Expr::BinaryExpr(BinaryExpr {
+                left,
+                op: Operator::Eq,
+                right,
+            }) => match (left.as_ref(), right.as_ref()) {
+                (Expr::Column(c), Expr::Literal(..)) | (Expr::Literal(..), Expr::Column(c)) => {
+                    Some(c.name.clone())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// A scan of `scan`'s table through the index of `provider`, keeping the
+/// scan's projection and filters.
+fn index_scan(
+    scan: &datafusion::logical_expr::TableScan,
+    provider: &Arc<dyn TableProvider>,
+    index: PartitionedFile,
+) -> DFResult<LogicalPlan> {
+    let source = provider_as_source(Arc::new(LastValueTable {
+        table: Arc::clone(provider),
+        index,
+    }));
+    Ok(LogicalPlan::TableScan(
+        TableScanBuilder::new(scan.table_name.clone(), source)
+            .with_projection(scan.projection.clone())
+            .with_filters(scan.filters.clone())
+            .build()?,
+    ))
+}
+
 impl LastValueRewrite {
     fn try_rewrite(&self, plan: &LogicalPlan) -> DFResult<Option<LogicalPlan>> {
+        if let LogicalPlan::Sort(_) = plan {
+            return self.try_rewrite_top_one(plan);
+        }
         let LogicalPlan::Filter(filter) = plan else {
             return Ok(None);
         };
@@ -148,24 +198,81 @@ impl LastValueRewrite {
             return Ok(None);
         };
 
-        let source = provider_as_source(Arc::new(LastValueTable {
-            table: Arc::clone(&provider),
-            index,
-        }));
-        let new_scan = TableScanBuilder::new(scan.table_name.clone(), source)
-            .with_projection(scan.projection.clone())
-            .build()?;
+        let new_scan = index_scan(scan, &provider, index)?;
         let mut exprs: Vec<Expr> = new_scan
-            .projected_schema
+            .schema()
             .columns()
             .into_iter()
             .map(|c: Column| Expr::Column(c))
             .collect();
         exprs.push(lit(ScalarValue::UInt64(Some(1))).alias(row_number_name));
-        let rewritten = LogicalPlanBuilder::from(LogicalPlan::TableScan(new_scan))
-            .project(exprs)?
-            .build()?;
+        let rewritten = LogicalPlanBuilder::from(new_scan).project(exprs)?.build()?;
         Ok(Some(rewritten))
+    }
+
+    /// `… WHERE <series key> = … ORDER BY <time> DESC LIMIT 1`: the newest
+    /// row of one series. With equalities on every series key column and
+    /// nothing else filtered, the index holds the answer; the filter and
+    /// the sort stay, over one row per series.
+    fn try_rewrite_top_one(&self, plan: &LogicalPlan) -> DFResult<Option<LogicalPlan>> {
+        let LogicalPlan::Sort(sort) = plan else {
+            return Ok(None);
+        };
+        if sort.fetch != Some(1) || sort.expr.len() != 1 || sort.expr[0].asc {
+            return Ok(None);
+        }
+        let Some(order_by) = column_name(&sort.expr[0].expr) else {
+            return Ok(None);
+        };
+        // A projection of plain columns may sit between the sort and the
+        // filter (SELECT a, b, time … ORDER BY time): rows pass it unchanged.
+        let (projection, below) = match sort.input.as_ref() {
+            LogicalPlan::Projection(p) if p.expr.iter().all(|e| column_name(e).is_some()) => {
+                (Some(sort.input.as_ref()), p.input.as_ref())
+            }
+            other => (None, other),
+        };
+        let LogicalPlan::Filter(filter) = below else {
+            return Ok(None);
+        };
+        let LogicalPlan::TableScan(scan) = filter.input.as_ref() else {
+            return Ok(None);
+        };
+        if scan.fetch.is_some() {
+            return Ok(None);
+        }
+        let Some(mut columns) = equality_columns(&filter.predicate) else {
+            return Ok(None);
+        };
+        for f in &scan.filters {
+            if equality_columns(f).is_none() {
+                return Ok(None);
+            }
+        }
+        columns.sort();
+        columns.dedup();
+        let provider = source_as_provider(&scan.source)?;
+        let Some(table) = provider.downcast_ref::<TimelakeTable>() else {
+            return Ok(None);
+        };
+        let index = table
+            .last_value_index(&columns, order_by)
+            .map_err(crate::error::TlError::into_datafusion)?;
+        let Some(index) = index else {
+            return Ok(None);
+        };
+        let new_scan = index_scan(scan, &provider, index)?;
+        let new_filter = LogicalPlan::Filter(datafusion::logical_expr::Filter::try_new(
+            filter.predicate.clone(),
+            Arc::new(new_scan),
+        )?);
+        let below_sort = match projection {
+            Some(p) => p.with_new_exprs(p.expressions(), vec![new_filter])?,
+            None => new_filter,
+        };
+        Ok(Some(
+            plan.with_new_exprs(plan.expressions(), vec![below_sort])?,
+        ))
     }
 }
 

@@ -143,3 +143,20 @@ def test_newest_row_per_series_sql_reads_the_index(warehouse, tmp_path):
     got = cli_query(warehouse, filtered, tmp_path)
     assert [(r["device"], r["value"]) for r in got.to_pylist()] == [("a", 1.0), ("b", 3.0),
                                                                      ("c", 4.0)]
+
+
+def test_newest_row_of_one_series_reads_the_index(warehouse, tmp_path):
+    append(warehouse, tmp_path, "one", [(0, "a", 1), (5, "a", 2), (3, "b", 3)], 0, create=True)
+    append(warehouse, tmp_path, "one", [(9, "b", 4), (2, "a", 30)], 1)
+    sql = "SELECT device, time, value FROM one WHERE device = 'a' ORDER BY time DESC LIMIT 1"
+    plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {sql}", "--format", "json").stdout
+    assert "/metadata/lvi-" in plan, plan
+    got = cli_query(warehouse, sql, tmp_path).to_pylist()
+    assert [(r["device"], r["value"]) for r in got] == [("a", 2.0)]
+    # Anything besides the series key in the filter, or LIMIT 2, is a scan.
+    for other in [sql.replace("WHERE device = 'a'", "WHERE device = 'a' AND value > 1"),
+                  sql.replace("LIMIT 1", "LIMIT 2")]:
+        plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {other}", "--format", "json").stdout
+        assert "/metadata/lvi-" not in plan, other
+    got = cli_query(warehouse, sql.replace("LIMIT 1", "LIMIT 2"), tmp_path).to_pylist()
+    assert [r["value"] for r in got] == [2.0, 30.0]
