@@ -77,12 +77,14 @@ clean:
 
 # Benchmarks side by side with the peers (bench/run.py, SPEC §12): each prints
 # and writes bench/results/<date>[-quick].md with plots beside it.
-#   make bench-quick   100 hosts x 12 h, 3 repeats: a few minutes
-#   make bench         100 hosts x 24 h and 1,000 hosts x 12 h, 5 repeats
+#   make bench-quick   100 hosts x 12 h, 3 repeats, then `latest` on 1,000 hosts: a few minutes
+#   make bench         100 hosts x 24 h and 1,000 hosts x 12 h, 5 repeats, then bench-latest
+#   make bench-latest  `latest` (bench/latest.py): Session::Latest cold and warm beside the
+#                      scan fallback and Timelake 0.7, 1,000 and 10,000 hosts x 1 h (~1 min)
 # bench/requirements.txt (numpy, matplotlib) goes into .venv once; a stamp
-# records what was installed. BENCH_ARGS passes more options to bench/run.py.
+# records what was installed. BENCH_ARGS passes more options to each bench/run.py.
 BENCH_ARGS ?=
-.PHONY: bench bench-quick bench-deps
+.PHONY: bench bench-quick bench-latest bench-deps
 
 bench-deps: setup
 	@cmp -s bench/requirements.txt .venv/.bench-requirements || { \
@@ -91,6 +93,11 @@ bench-deps: setup
 
 bench-quick: setup-test release bench-deps
 	.venv/bin/python bench/run.py --quick $(BENCH_ARGS)
+	.venv/bin/python bench/run.py --latest --quick $(BENCH_ARGS)
 
 bench: setup-test release bench-deps
 	.venv/bin/python bench/run.py $(BENCH_ARGS)
+	.venv/bin/python bench/run.py --latest $(BENCH_ARGS)
+
+bench-latest: setup-test release bench-deps
+	.venv/bin/python bench/run.py --latest $(BENCH_ARGS)

@@ -3,7 +3,8 @@
     report.write(info, pathlib.Path("bench/results/2026-12-02-quick.md"))
 
 `info` is what bench/run.py collects (it is also saved as the .json beside the
-report); `python bench/report.py RESULTS.json` writes the report again from it.
+report); `python bench/report.py RESULTS.json` writes the report again from it
+(for a `--latest` run's .json, through bench/latest.py).
 """
 
 import json
@@ -409,4 +410,10 @@ def write(info, out):
 
 if __name__ == "__main__":
     src = pathlib.Path(sys.argv[1])
-    print(write(json.loads(src.read_text()), src.with_suffix(".md")))
+    results = json.loads(src.read_text())
+    if results.get("mode") == "latest":  # a bench/run.py --latest run
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+        import latest
+        print(latest.write(results, src.with_suffix(".md")))
+    else:
+        print(write(results, src.with_suffix(".md")))

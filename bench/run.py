@@ -5,6 +5,7 @@
     .venv/bin/python bench/run.py                # 100 hosts x 24 h and 1,000 x 12 h, 5 repeats
     .venv/bin/python bench/run.py --hosts 100,1000 --hours 24,12 --repeats 5 --out FILE.md
     .venv/bin/python bench/run.py --quick --s3   # the tables on a local S3 server instead
+    .venv/bin/python bench/run.py --latest       # `latest` benchmark: bench/latest.py
 
 In one run, on the same generated Parquet files (bench/tsbs.py):
   ingest   Timelake C++ (build/release/timelake_bench), PyIceberg 0.12 `append`
@@ -19,6 +20,11 @@ In one run, on the same generated Parquet files (bench/tsbs.py):
            requests of each cold query of ours (TIMELAKE_TRACE=storage).
 Writes bench/results/<date>[-quick][-s3].md (printed at the end), a .json of the
 raw figures and PNG plots beside it.
+
+--latest runs the `latest` benchmark instead (bench/latest.py: Session::Latest
+cold and warm beside the scan fallback and Timelake 0.7, 1,000 and 10,000 hosts
+x 1 h, 9 repeats; with --quick 1,000 hosts, 5 repeats) and writes
+bench/results/<date>-latest[-quick].md.
 
 --s3 puts every table (and, for DuckDB, the input files) on a private
 S3-compatible server on 127.0.0.1 started with scripts/s3server.py (versitygw),
@@ -469,7 +475,21 @@ def main():
                    help="the Markdown report (default bench/results/<date>[-quick][-s3].md)")
     p.add_argument("--s3", action="store_true",
                    help="tables on a local S3 server (scripts/s3server.py) instead of disk")
+    p.add_argument("--latest", action="store_true",
+                   help="the `latest` benchmark instead (bench/latest.py): 1,000 and 10,000 "
+                   "hosts x 1 h, 9 repeats; with --quick 1,000 hosts, 5 repeats")
     a = p.parse_args()
+
+    if a.latest:
+        import latest
+        hosts = parse_list(a.hosts) if a.hosts else ([1000] if a.quick else [1000, 10000])
+        hours = parse_list(a.hours) if a.hours else [1]
+        if len(hours) == 1:
+            hours = hours * len(hosts)
+        if len(hours) != len(hosts):
+            p.error("--hours needs one value, or one per --hosts value")
+        latest.main(a, hosts, hours, a.repeats or (5 if a.quick else 9))
+        return
 
     hosts = parse_list(a.hosts) if a.hosts else ([100] if a.quick else [100, 1000])
     hours = parse_list(a.hours) if a.hours else ([12] if a.quick else [24, 12][:len(hosts)])

@@ -110,3 +110,20 @@ print(json.dumps([lake.latest("ours").num_rows,
     requests, out = trace(warehouse, "latest", "theirs", "--format", "csv")
     assert sorted(m for m, _ in requests) == ["GET", "LIST"], requests
     assert out.strip().splitlines()[1].startswith("2026-04-01 00:05:00,x,2")
+
+
+def test_an_index_over_head_inline_bytes_stays_in_its_file(warehouse, tmp_path):
+    make_table(warehouse, tmp_path, appends=1)
+    run_cli("-w", warehouse, "alter", "s", "--set", "timelake.head-inline-bytes=1000")
+    make_table_more = tmp_path / "more.parquet"
+    pq.write_table(pa.table({"time": pa.array([T0 + dt.timedelta(hours=2)],
+                                              pa.timestamp("us", tz="UTC")),
+                             "sensor": ["s00001"], "value": [5.0]}), make_table_more)
+    run_cli("-w", warehouse, "append", "s", make_table_more)
+    requests, out = trace(warehouse, "latest", "s", "--format", "csv")
+    # Head and listing, then the index file: the head no longer holds it.
+    assert [m for m, _ in requests].count("GET") == 2, requests
+    assert any("/lvi-" in key for _, key in requests), requests
+    lines = out.strip().splitlines()
+    assert len(lines) == SERIES + 1
+    assert "2026-04-01 02:00:00,s00001,5" in out

@@ -8,6 +8,7 @@
 #include <arrow/api.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
+#include <arrow/util/byte_size.h>
 
 #include "timelake/commit/commit.h"
 #include "timelake/settings.h"
@@ -327,7 +328,8 @@ void WriteHeadAsync(std::shared_ptr<const TableState> state) {
   // "json" is a codec 0.7 knows; this writer has only "arrow" and writes
   // nothing for the others ("none" means no head).
   if (resolve.Get("head-format").value_or("arrow") != "arrow") return;
-  commit::RunInBackground([state = std::move(state)] {
+  const int64_t inline_limit = resolve.GetInt("head-inline-bytes").ValueOr(0);
+  commit::RunInBackground([state = std::move(state), inline_limit] {
     Head head;
     head.version = state->version;
     head.metadata_json = state->metadata.Serialize();
@@ -338,7 +340,11 @@ void WriteHeadAsync(std::shared_ptr<const TableState> state) {
       if (auto uri = LviUri(*snapshot)) {
         auto index = ReadLvi(*state->lake, *uri, *state->schema);
         if (!index.ok()) return;  // without its index the head would mislead
-        head.last_values = *index;
+        // Inlined while it fits in head-inline-bytes; a bigger index stays in
+        // its own file (the head then plans scans, `latest` reads the file).
+        if (arrow::util::TotalBufferSize(**index) <= inline_limit) {
+          head.last_values = *index;
+        }
       }
     }
     auto bytes = EncodeHead(head);
