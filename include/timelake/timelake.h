@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +46,7 @@ namespace internal {
 struct LakeState;
 struct TableState;
 struct SessionState;
+struct LakeAccess;
 }  // namespace internal
 
 // Namespace of table names given without one.
@@ -110,6 +112,59 @@ struct AppendOptions {
   // Attempts of the optimistic commit before giving up with kConflict.
   // Default: 20.
   int max_commit_attempts = 20;
+  // Runs inline maintenance after the commit (size-tiered compaction of the
+  // partitions touched, one cold partition, retention, batched snapshot
+  // expiry). Default: the table's timelake.auto-maintain (on).
+  std::optional<bool> auto_maintain;
+};
+
+// Options for Table::Maintain. Every step is on by default; the rules come
+// from the table's `timelake.*` settings (retention, target-file-size,
+// snapshot-retention, min-snapshots, max-snapshots, keep-snapshots-until).
+struct MaintainOptions {
+  // Drop the partitions that end before now - timelake.retention.
+  bool retention = true;
+  // Rewrite every partition that has more files than its size needs, small
+  // or unsorted files, or (dedup tables) files that may share keys, into
+  // sorted, duplicate-free files of about timelake.target-file-size.
+  bool compact = true;
+  // Expire snapshots by the table's rules and delete the files only they used.
+  bool expire = true;
+  // Delete files under the table's folders that no snapshot references and
+  // that are older than orphan_age (debris of crashed writers).
+  bool clean_orphans = true;
+  // Orphans younger than this are left alone: they may belong to a commit
+  // in flight. Default: 1 day. Zero is safe only with no other writer.
+  std::chrono::milliseconds orphan_age = std::chrono::hours(24);
+  // Attempts of each optimistic commit before giving up with kConflict.
+  int max_commit_attempts = 20;
+  // Called with one line per step and partition done, e.g.
+  // "compacted time_day=2026-04-01: 12 files -> 1". Default: none.
+  std::function<void(const std::string&)> progress;
+};
+
+// What maintenance did (Table::Maintain, or inline after an append).
+struct MaintainReport {
+  int64_t partitions_dropped = 0;  // retention
+  int64_t files_dropped = 0;
+  int64_t rows_dropped = 0;
+  int64_t partitions_compacted = 0;  // compaction
+  int64_t files_rewritten = 0;       // inputs replaced
+  int64_t files_written = 0;
+  int64_t rows_rewritten = 0;      // rows read by compaction
+  int64_t duplicates_removed = 0;  // rows dropped by dedup while rewriting
+  int64_t bytes_rewritten = 0;
+  int64_t bytes_written = 0;
+  int64_t snapshots_expired = 0;  // expiry
+  int64_t files_deleted =
+      0;  // data, manifest and index files only expired snapshots used
+  int64_t orphans_deleted = 0;  // the orphan sweep
+  int64_t commits = 0;          // commits made
+  int64_t version = 0;          // table version afterwards
+  std::chrono::microseconds duration{0};
+
+  // Whether anything was changed.
+  bool changed() const { return commits > 0 || orphans_deleted > 0; }
 };
 
 // How a commit went.
@@ -136,6 +191,10 @@ struct AppendResult {
   int64_t version = 0;           // table version (metadata file number) after the append
   bool duplicate_batch = false;  // batch_id seen before: nothing committed
   CommitInfo commit;
+  // Inline maintenance after the commit (all zero when it did not run).
+  MaintainReport maintenance;
+  // Why inline maintenance failed ("" when it did not); the append stands.
+  std::string maintenance_error;
 };
 
 // Summary of a table version, for `timelake info`.
@@ -189,6 +248,7 @@ class Lake {
  private:
   friend class Table;
   friend class Session;
+  friend struct internal::LakeAccess;
   explicit Lake(std::shared_ptr<internal::LakeState> state) : state_(std::move(state)) {}
   std::shared_ptr<internal::LakeState> state_;
 };
@@ -232,6 +292,16 @@ class Table {
   arrow::Result<std::pair<Table, AppendResult>> Append(
       const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
       const AppendOptions& options = {}) const;
+
+  // Maintenance (SPEC §7), in order: retention, compaction, snapshot expiry,
+  // deletion of files only expired snapshots used, orphan sweep. Each
+  // rewrite streams a k-way merge of a partition's files (bounded memory)
+  // and commits on its own: over concurrent appends when all its input
+  // files are still live, otherwise it reports kConflict and leaves nothing
+  // behind. Returns the table after the last commit. Errors: kConflict,
+  // kStorage, kCorrupt.
+  arrow::Result<std::pair<Table, MaintainReport>> Maintain(
+      const MaintainOptions& options = {}) const;
 
  private:
   friend class Lake;

@@ -245,7 +245,8 @@ typedef struct TlCatalogCallbacks {
   // "dedup" is optional: files of one group may hold rows with equal keys and
   // are merged by (keys, order, seq), keeping the last row of equal keys; the
   // other files are read as they are. "sorted" says a file is sorted by
-  // (keys, order) already.
+  // (keys, order) already. With "keep": "all" in "dedup" the groups are
+  // merged in that order but no row is dropped (compaction without dedup).
   int (*plan_scan)(void* ctx, const char* schema, const char* table,
                    const char* request_json, TlSink* out);
   // Called once when the session has been freed and no result stream of it

@@ -164,11 +164,15 @@ impl TimelakeTable {
                         .collect::<TlResult<Vec<_>>>()
                 })
                 .collect::<TlResult<Vec<_>>>()?;
+            // "keep": "all" merges without dropping rows (compaction of a
+            // table without dedup); the default keeps the last row per key.
+            let keep_all = dedup.get("keep").and_then(Value::as_str) == Some("all");
             if !groups.is_empty() {
                 plan.dedup = Some(DedupPlan {
                     keys,
                     order,
                     groups,
+                    keep_all,
                 });
             }
         }
@@ -357,7 +361,11 @@ impl TimelakeTable {
             .iter()
             .map(|&i| position(i).expect("scanned holds every key"))
             .collect();
-        let deduped: Arc<dyn ExecutionPlan> = Arc::new(DedupExec::new(merged, keys, ordering));
+        let deduped: Arc<dyn ExecutionPlan> = if dedup.keep_all {
+            merged
+        } else {
+            Arc::new(DedupExec::new(merged, keys, ordering))
+        };
         let output = needed
             .iter()
             .take(match projection {
@@ -401,6 +409,7 @@ struct DedupPlan {
     keys: Vec<usize>,
     order: Vec<usize>,
     groups: Vec<Vec<usize>>,
+    keep_all: bool,
 }
 
 struct ScanPlan {

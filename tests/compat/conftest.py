@@ -66,7 +66,8 @@ def sorted_rows(table, columns):
 
 def referenced_files(static):
     """Every file a PyIceberg StaticTable's snapshots reference: manifest
-    lists, manifests, live data files and last-value indexes."""
+    lists, manifests, the data files live in any snapshot and last-value
+    indexes."""
     referenced = set()
     for snapshot in static.metadata.snapshots:
         referenced.add(snapshot.manifest_list)
@@ -75,8 +76,10 @@ def referenced_files(static):
             referenced.add(lvi)
         for manifest in snapshot.manifests(static.io):
             referenced.add(manifest.manifest_path)
-    for task in static.scan().plan_files():
-        referenced.add(task.file.file_path)
+        # The snapshot's live data files (compaction leaves the files it
+        # replaced to the older snapshots until they expire).
+        for task in static.scan(snapshot_id=snapshot.snapshot_id).plan_files():
+            referenced.add(task.file.file_path)
     return referenced
 
 

@@ -39,7 +39,7 @@ def test_files_are_sorted_per_day_and_bounds_match_the_data(warehouse, tmp_path)
     for i in range(2):  # two appends: two files per day
         f = tmp_path / f"in{i}.parquet"
         pq.write_table(table.slice(i * n // 2, n // 2), f)
-        args = ["-w", warehouse, "append", "m", f]
+        args = ["-w", warehouse, "append", "m", f, "--no-maintain"]  # keep both files
         if i == 0:
             args += ["--create", "--time-column", "time", "--series-key", "host"]
         run_cli(*args)

@@ -5,15 +5,17 @@ process leaves a table that opens and queries.
 One table, many processes, each killed after a random delay in [0, the
 median duration of unkilled runs of the same command], drawn towards the end
 (seeded: set TIMELAKE_CRASH_SEED to run another schedule). The commands killed:
-`append` of one small file (one commit), `append --commit-rows` (one commit
-per part), `alter` (a metadata-only commit) and `create`. After every kill
+`append` of one small file (one commit, then inline maintenance),
+`append --commit-rows` (one commit per part), `alter` (a metadata-only
+commit), `create` and `maintain` (rewrites, expiry, file deletion). After every kill
 the table holds exactly the appends that reported success plus, from the one
 in flight, nothing or all of it (or, for multi-commit imports, whole parts in
 order); a re-run with the same --batch-id then completes it exactly once.
-At the end every version is valid JSON without gaps, PyIceberg reads the
-same rows as the CLI, and the files no snapshot references (debris: cleanup
-is not implemented yet) are counted and are only data, manifest and index
-files. Once on a local warehouse, once on an S3 server."""
+A killed `maintain` changes no row. At the end every version is valid JSON
+without gaps, PyIceberg reads the same rows as the CLI, the files no
+snapshot references (debris) are counted and are only data, manifest, index
+and staging files, and a `maintain --orphan-age 0s` removes all of them.
+Once on a local warehouse, once on an S3 server."""
 
 import collections
 import dataclasses
@@ -42,8 +44,8 @@ STEP = dt.timedelta(minutes=10)  # one file spans ~33 h: 2 or 3 day partitions
 TABLE = "crash.t"
 
 # The commands killed, as many of each per run.
-LOCAL_SCHEDULE = {"append": 18, "multi": 9, "alter": 7, "create": 6}  # 40 kills
-S3_SCHEDULE = {"append": 6, "multi": 4, "alter": 3, "create": 2}  # 15 kills
+LOCAL_SCHEDULE = {"append": 18, "multi": 9, "alter": 7, "create": 6, "maintain": 10}  # 50
+S3_SCHEDULE = {"append": 6, "multi": 4, "alter": 3, "create": 2, "maintain": 4}  # 19 kills
 
 VERSION = re.compile(r"/metadata/v(\d+)\.metadata\.json$")
 
@@ -154,9 +156,10 @@ class CrashRun:
         for k in range(3):
             _, path = self.new_file()
             name = TABLE if k == 0 else f"crash.m{k}"
+            extra = ["--set", "timelake.snapshot-retention=1m"] if k == 0 else []
             samples["create"].append(self.spawn(
                 ["create", name, "--schema-from", path, "--time-column", "time",
-                 "--series-key", "dev"])[1])
+                 "--series-key", "dev", *extra])[1])
         for k in range(3):
             for op in ("append", "multi"):
                 i, path = self.new_file()
@@ -166,6 +169,7 @@ class CrashRun:
             samples["alter"].append(self.spawn(
                 ["alter", TABLE, "--set",
                  f"timelake.compact-min-files={self.compact_min_files}"])[1])
+            samples["maintain"].append(self.spawn(self.maintain_args())[1])
         self.typical = {op: sorted(s)[1] for op, s in samples.items()}
         self.check_rows()
 
@@ -199,6 +203,15 @@ class CrashRun:
             assert m and int(m.group(1)) == ROWS - len(got), out
             self.present[i] = seqs_of(i)
             self.check_rows()
+
+    def maintain_args(self):
+        # Snapshots expire after a minute here, so that expiry deletes files.
+        return ["maintain", TABLE, "--orphan-age", "1h"]
+
+    def killed_maintain(self):
+        status, _, _ = self.spawn(self.maintain_args(), self.delay("maintain"))
+        self.counts["maintain"][status] += 1
+        self.check_rows()  # a rewrite or expiry changes no row, killed or not
 
     def killed_alter(self, step):
         value = 1000 + step  # never a value of measure()
@@ -314,6 +327,8 @@ def crash_test(label, target, tmp_path, schedule):
             run.killed_append(op)
         elif op == "alter":
             run.killed_alter(step)
+        elif op == "maintain":
+            run.killed_maintain()
         else:
             run.killed_create()
 
@@ -339,6 +354,15 @@ def crash_test(label, target, tmp_path, schedule):
           f"({', '.join(f'{k} {v}' for k, v in sorted(debris.items())) or 'none'}); "
           f"{time.monotonic() - started:.1f} s")
     assert len(ops) == sum(schedule.values())
+
+    # A maintain that may delete every unreferenced file leaves none.
+    for name, folder in [(TABLE, "crash/t")] + [(f"crash.c{c}", f"crash/c{c}")
+                                                 for c in range(run.creates)]:
+        run.cli("maintain", name, "--orphan-age", "0s")
+        _, left = run.check_storage(folder)
+        assert not left, f"{name}: maintain left debris {dict(left)}"
+    assert sorted(cli_query(target.url, f"SELECT seq FROM {TABLE}", tmp_path,
+                            env=target.env).column("seq").to_pylist()) == cli_rows
 
 
 def test_kill_writers_local(tmp_path):

@@ -2,6 +2,8 @@
 
 #include "timelake/cli/demo.h"
 
+#include <iostream>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -214,6 +216,7 @@ arrow::Status BatchCommitter::Add(const std::shared_ptr<arrow::RecordBatch>& bat
 arrow::Status BatchCommitter::Commit(bool end_of_input) {
   if (pending_.empty()) return arrow::Status::OK();
   AppendOptions options;
+  options.auto_maintain = auto_maintain_;
   const int64_t commit = totals_.commits + totals_.duplicate_commits + 1;
   if (batch_id_.has_value()) {
     const int64_t end_row = committed_input_rows_ + pending_rows_;
@@ -233,6 +236,13 @@ arrow::Status BatchCommitter::Commit(bool end_of_input) {
     return arrow::Status::OK();
   }
   ++totals_.commits;
+  totals_.compactions += result.maintenance.partitions_compacted;
+  if (!result.maintenance_error.empty()) {
+    // The rows are committed; only the tidying after them failed.
+    std::cerr << "timelake: warning: maintenance after the append failed (the rows are "
+                 "committed; `timelake maintain` retries it): "
+              << result.maintenance_error << std::endl;
+  }
   totals_.rows += result.rows;
   totals_.files += result.files;
   totals_.bytes += result.bytes;

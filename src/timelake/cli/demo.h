@@ -40,6 +40,7 @@ class BatchCommitter {
     int64_t bytes = 0;              // bytes of data files written
     int64_t commits = 0;            // commits made
     int64_t duplicate_commits = 0;  // commits skipped: their batch id was seen
+    int64_t compactions = 0;        // partitions compacted by inline maintenance
   };
 
   BatchCommitter(Table table, int64_t commit_rows, std::optional<std::string> batch_id);
@@ -56,6 +57,8 @@ class BatchCommitter {
   const Totals& totals() const { return totals_; }
   // Rows added and not committed yet.
   int64_t pending_rows() const { return pending_rows_; }
+  // Inline maintenance after each commit: nullopt follows the table.
+  void set_auto_maintain(std::optional<bool> on) { auto_maintain_ = on; }
 
  private:
   // With a batch id, an import that fits in one commit is tagged with the id
@@ -71,6 +74,7 @@ class BatchCommitter {
   std::vector<std::shared_ptr<arrow::RecordBatch>> pending_;
   int64_t committed_input_rows_ = 0;  // input rows before the pending ones
   int64_t pending_rows_ = 0;
+  std::optional<bool> auto_maintain_;
   Totals totals_;
 };
 

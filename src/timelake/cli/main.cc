@@ -703,6 +703,7 @@ struct AppendCommand {
   std::optional<std::string> batch_id;
   std::string input_format;
   int64_t commit_rows = 1000000;
+  bool no_maintain = false;
 };
 
 arrow::Status RunAppend(const GlobalArgs& global, const AppendCommand& args) {
@@ -754,6 +755,7 @@ arrow::Status RunAppend(const GlobalArgs& global, const AppendCommand& args) {
   }
 
   BatchCommitter committer(table, args.commit_rows, args.batch_id);
+  if (args.no_maintain) committer.set_auto_maintain(false);
   // Errors after some commits landed say so: those rows stay.
   auto failed = [&](const arrow::Status& st, const std::string& context) {
     const auto& totals = committer.totals();
@@ -997,6 +999,67 @@ arrow::Status RunAlter(const GlobalArgs& global, const AlterCommand& args) {
   return arrow::Status::OK();
 }
 
+struct MaintainCommand {
+  std::string table;
+  bool no_retention = false;
+  bool no_compact = false;
+  bool no_expire = false;
+  bool no_orphans = false;
+  std::string orphan_age = "1d";
+  std::string format = "text";
+};
+
+arrow::Status RunMaintain(const GlobalArgs& global, const MaintainCommand& args) {
+  MaintainOptions options;
+  options.retention = !args.no_retention;
+  options.compact = !args.no_compact;
+  options.expire = !args.no_expire;
+  options.clean_orphans = !args.no_orphans;
+  auto age = ParseDuration(args.orphan_age);
+  if (!age.ok()) return UsageError("--orphan-age: " + age.status().message());
+  options.orphan_age = *age;
+  if (args.format == "text") {
+    options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
+  }
+  ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+  ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(args.table));
+  ARROW_ASSIGN_OR_RAISE(auto maintained, table.Maintain(options));
+  const MaintainReport& r = maintained.second;
+  if (args.format == "json") {
+    nlohmann::json out = {
+        {"table", table.name().ToString()},
+        {"version", r.version},
+        {"partitions_dropped", r.partitions_dropped},
+        {"files_dropped", r.files_dropped},
+        {"rows_dropped", r.rows_dropped},
+        {"partitions_compacted", r.partitions_compacted},
+        {"files_rewritten", r.files_rewritten},
+        {"files_written", r.files_written},
+        {"rows_rewritten", r.rows_rewritten},
+        {"duplicates_removed", r.duplicates_removed},
+        {"bytes_rewritten", r.bytes_rewritten},
+        {"bytes_written", r.bytes_written},
+        {"snapshots_expired", r.snapshots_expired},
+        {"files_deleted", r.files_deleted},
+        {"orphans_deleted", r.orphans_deleted},
+        {"commits", r.commits},
+        {"seconds", static_cast<double>(r.duration.count()) / 1e6},
+    };
+    std::cout << out.dump() << std::endl;
+    return arrow::Status::OK();
+  }
+  std::cout << fmt::format(
+                   "maintained {} in {:.2f} s: version {}; {} partitions dropped; {} "
+                   "partitions compacted ({} files -> {}, {} duplicates removed); {} "
+                   "snapshots expired, {} files deleted; {} orphan files deleted",
+                   table.name().ToString(), static_cast<double>(r.duration.count()) / 1e6,
+                   r.version, r.partitions_dropped, r.partitions_compacted,
+                   r.files_rewritten, r.files_written, r.duplicates_removed,
+                   r.snapshots_expired, r.files_deleted, r.orphans_deleted)
+            << std::endl;
+  return arrow::Status::OK();
+}
+
 // --- main -------------------------------------------------------------------
 
 int Main(int argc, char** argv) {
@@ -1054,6 +1117,30 @@ int Main(int argc, char** argv) {
   append_cmd->add_option("--input-format", append.input_format,
                          "parquet|csv|tsv|ndjson (default: from each file name)");
   append_cmd->add_option("--commit-rows", append.commit_rows, "Rows per commit")
+      ->capture_default_str();
+  append_cmd->add_flag("--no-maintain", append.no_maintain,
+                       "Skip inline maintenance after each commit (compaction, "
+                       "retention, snapshot expiry)");
+
+  MaintainCommand maintain;
+  auto* maintain_cmd = app.add_subcommand(
+      "maintain",
+      "Retention, compaction into sorted duplicate-free files of the target size, "
+      "snapshot expiry and deletion of unreferenced files");
+  maintain_cmd->add_option("table", maintain.table, "Table name")->required();
+  maintain_cmd->add_flag("--no-retention", maintain.no_retention,
+                         "Keep partitions past timelake.retention");
+  maintain_cmd->add_flag("--no-compact", maintain.no_compact, "Rewrite nothing");
+  maintain_cmd->add_flag("--no-expire", maintain.no_expire, "Expire no snapshot");
+  maintain_cmd->add_flag("--no-orphans", maintain.no_orphans,
+                         "Skip the sweep of unreferenced files");
+  maintain_cmd
+      ->add_option("--orphan-age", maintain.orphan_age,
+                   "Unreferenced files younger than this stay (they may belong to a "
+                   "commit in flight); 0s only when nothing else writes")
+      ->capture_default_str();
+  maintain_cmd->add_option("--format", maintain.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 
   SqlCommand sql;
@@ -1170,6 +1257,8 @@ int Main(int argc, char** argv) {
       status = RunDrop(global, drop_table, drop_if_exists);
     } else if (alter_cmd->parsed()) {
       status = RunAlter(global, alter);
+    } else if (maintain_cmd->parsed()) {
+      status = RunMaintain(global, maintain);
     } else if (settings_cmd->parsed()) {
       status = RunSettings(settings_format, &std::cout);
     } else if (demo_cmd->parsed()) {

@@ -32,6 +32,7 @@ constexpr int kErrorCode = 2;
 struct CatalogContext {
   std::shared_ptr<internal::LakeState> lake;
   std::shared_ptr<ScanLog> log;
+  std::shared_ptr<const PinnedScan> pinned;
 };
 
 bool TraceScans() {
@@ -60,6 +61,9 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
                                                                 const char* table) {
   TIMELAKE_ASSIGN_OR_RAISE(
       auto name, TableName::Parse(std::string(schema) + "." + std::string(table)));
+  if (ctx->pinned != nullptr && ctx->pinned->table->name == name) {
+    return ctx->pinned->table;
+  }
   return internal::LoadTableStateForRead(ctx->lake, name);
 }
 
@@ -235,6 +239,39 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
   return answer.dump();
 }
 
+std::string PlanPinnedScan(const PinnedScan& pinned) {
+  const auto& table = *pinned.table;
+  const int64_t sort_order = table.metadata.doc.value("default-sort-order-id", 0);
+  json list = json::array();
+  json group = json::array();
+  for (size_t i = 0; i < pinned.files.size(); ++i) {
+    const auto& f = pinned.files[i];
+    list.push_back(
+        {{"path", f.key},
+         {"size", f.data_file.file_size_in_bytes},
+         {"seq", f.sequence_number.value_or(0)},
+         {"sorted", sort_order != 0 && f.data_file.sort_order_id == sort_order}});
+    group.push_back(i);
+  }
+  json answer = {{"files", list}};
+  const auto& contract = table.contract;
+  if (contract.time_column && !pinned.files.empty()) {
+    json keys = json::array();
+    for (const auto& k : contract.series_key) keys.push_back(k);
+    keys.push_back(*contract.time_column);
+    json order = json::array();
+    if (!contract.ingest_column.empty() &&
+        table.schema->GetFieldIndex(contract.ingest_column) >= 0) {
+      order.push_back(contract.ingest_column);
+    }
+    answer["dedup"] = {{"keys", keys},
+                       {"order", order},
+                       {"groups", json::array({group})},
+                       {"keep", pinned.dedup ? "last" : "all"}};
+  }
+  return answer.dump();
+}
+
 arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& table) {
   if (table.head_files != nullptr) return *table.head_files;
   std::vector<LiveFile> out;
@@ -280,9 +317,10 @@ arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& t
 }
 
 TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake,
-                                        std::shared_ptr<ScanLog> log) {
+                                        std::shared_ptr<ScanLog> log,
+                                        std::shared_ptr<const PinnedScan> pinned) {
   TlCatalogCallbacks cb{};
-  cb.ctx = new CatalogContext{std::move(lake), std::move(log)};
+  cb.ctx = new CatalogContext{std::move(lake), std::move(log), std::move(pinned)};
   cb.list_schemas = [](void* raw, TlSink* out) -> int {
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto tables = internal::ListNamespacesOf(*ctx->lake);
@@ -327,6 +365,10 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto state = Load(ctx, schema, table);
     if (!state.ok()) return Fail(out, state.status());
+    if (ctx->pinned != nullptr && *state == ctx->pinned->table) {
+      Write(out, PlanPinnedScan(*ctx->pinned));
+      return kFound;
+    }
     ScanStats stats;
     auto plan = PlanScan(**state, request ? request : "{}", &stats);
     if (!plan.ok()) return Fail(out, plan.status());

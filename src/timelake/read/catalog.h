@@ -68,11 +68,25 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
 // Errors: kInvalid naming the setting.
 arrow::Status CheckSessionSetting(std::string_view name, std::string_view value);
 
+// A scan decided in advance (compaction): a scan of `table` reads exactly
+// `files`, merged into one stream in (series…, time, insertion, commit)
+// order; with `dedup`, only the last row of equal (series…, time) is kept.
+// Tables without a time column are read as they are, in no order.
+struct PinnedScan {
+  std::shared_ptr<const internal::TableState> table;
+  std::vector<LiveFile> files;
+  bool dedup = false;
+};
+
+// The plan_scan answer of a pinned scan (format in timelake_platform.h).
+std::string PlanPinnedScan(const PinnedScan& pinned);
+
 // Callbacks for tl_session_new over `lake`; scans are recorded in `log`
-// when given. The returned struct owns a context that its release callback
-// frees.
-TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake,
-                                        std::shared_ptr<ScanLog> log = nullptr);
+// when given; with `pinned`, its table is read as PinnedScan says. The
+// returned struct owns a context that its release callback frees.
+TlCatalogCallbacks MakeCatalogCallbacks(
+    std::shared_ptr<internal::LakeState> lake, std::shared_ptr<ScanLog> log = nullptr,
+    std::shared_ptr<const PinnedScan> pinned = nullptr);
 
 }  // namespace timelake::read
 

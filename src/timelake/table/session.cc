@@ -8,6 +8,7 @@
 #include "timelake/storage/store.h"
 #include "timelake/table/internal.h"
 #include "timelake/table/lvi.h"
+#include "timelake/table/maintain.h"
 #include "timelake_platform.h"
 
 namespace timelake {
@@ -22,6 +23,96 @@ struct SessionState {
 
   ~SessionState() { tl_session_free(session); }
 };
+
+namespace {
+
+// A result stream that owns the session it comes from and aligns its
+// batches to the table schema (field ids, exact types).
+class MergedReader : public arrow::RecordBatchReader {
+ public:
+  MergedReader(std::unique_ptr<SessionState> session,
+               std::shared_ptr<arrow::RecordBatchReader> inner,
+               std::shared_ptr<arrow::Schema> schema, std::string context)
+      : session_(std::move(session)),
+        inner_(std::move(inner)),
+        schema_(std::move(schema)),
+        context_(std::move(context)) {}
+  ~MergedReader() override {
+    inner_.reset();  // the stream goes before its session
+  }
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
+    std::shared_ptr<arrow::RecordBatch> next;
+    auto st = inner_->ReadNext(&next);
+    if (!st.ok()) return WithContext(st, context_);
+    if (next == nullptr) {
+      *batch = nullptr;
+      return arrow::Status::OK();
+    }
+    auto aligned = AlignBatch(*next, *schema_);
+    if (!aligned.ok()) return WithContext(aligned.status(), context_);
+    *batch = std::move(*aligned);
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::unique_ptr<SessionState> session_;
+  std::shared_ptr<arrow::RecordBatchReader> inner_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::string context_;
+};
+
+std::string QuoteName(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
+    std::shared_ptr<const TableState> table, std::vector<read::LiveFile> files,
+    bool dedup) {
+  const std::string context =
+      "merging " + std::to_string(files.size()) + " files of " + table->name.ToString();
+  auto pinned = std::make_shared<read::PinnedScan>();
+  pinned->table = table;
+  pinned->files = std::move(files);
+  pinned->dedup = dedup;
+  auto state = std::make_unique<SessionState>();
+  state->lake = table->lake;
+  char* err = nullptr;
+  // One partition: the merge is one sorted stream anyway, and compaction
+  // runs beside the caller's own work.
+  const int code = tl_session_new(
+      table->lake->store->raw(), read::MakeCatalogCallbacks(table->lake, nullptr, pinned),
+      1, &state->session, &err);
+  TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, context));
+  std::string sql = "SELECT * FROM " + QuoteName(table->name.ns()) + "." +
+                    QuoteName(table->name.name());
+  const auto& contract = table->contract;
+  if (contract.time_column) {
+    // The merge's own order (nulls first), so DataFusion adds no sort.
+    std::string order;
+    for (const auto& k : contract.series_key) order += QuoteName(k) + " NULLS FIRST, ";
+    order += QuoteName(*contract.time_column) + " NULLS FIRST";
+    if (!contract.ingest_column.empty() &&
+        table->schema->GetFieldIndex(contract.ingest_column) >= 0) {
+      order += ", " + QuoteName(contract.ingest_column) + " NULLS FIRST";
+    }
+    sql += " ORDER BY " + order;
+  }
+  struct ArrowArrayStream stream;
+  const int rc = tl_session_sql(state->session, sql.c_str(), &stream, &err);
+  if (rc != TL_OK) return storage::FromPlatform(rc, err, context);
+  auto reader = arrow::ImportRecordBatchReader(&stream);
+  if (!reader.ok()) return WithContext(reader.status(), context);
+  return std::make_shared<MergedReader>(std::move(state), *reader, table->schema,
+                                        context);
+}
 
 }  // namespace internal
 

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "timelake/commit/commit.h"
 #include "timelake/format/manifest.h"
 #include "timelake/format/schema.h"
+#include "timelake/settings.h"
 #include "timelake/table/head.h"
 #include "timelake/table/internal.h"
 #include "timelake/table/lvi.h"
+#include "timelake/table/maintain.h"
 #include "timelake/util/uuid.h"
 #include "timelake/write/data_writer.h"
 
@@ -33,6 +36,15 @@ bool HasBatchId(const format::TableMetadata& m, const std::string& id) {
   }
   return false;
 }
+
+// Removes what an append wrote when it will not be committed.
+void DeleteQuietly(const storage::Store& store, const std::vector<std::string>& keys) {
+  for (const auto& k : keys) (void)store.Delete(k);
+}
+
+}  // namespace
+
+namespace internal {
 
 // The write layout of a table. The partitioning comes from the partition
 // spec, the source of truth other engines read: Timelake's hour/day/month of
@@ -95,12 +107,38 @@ nlohmann::json SpecFieldsJson(const format::PartitionSpec& spec) {
   return fields;
 }
 
-// Removes what an append wrote when it will not be committed.
-void DeleteQuietly(const storage::Store& store, const std::vector<std::string>& keys) {
-  for (const auto& k : keys) (void)store.Delete(k);
+format::ManifestEntry NewEntry(const write::WrittenFile& f, const TableState& base,
+                               int64_t snapshot_id) {
+  format::ManifestEntry e;
+  e.status = format::kEntryAdded;
+  e.snapshot_id = snapshot_id;
+  e.data_file.file_path = base.lake->store->Uri(f.key);
+  e.data_file.record_count = f.rows;
+  e.data_file.file_size_in_bytes = f.bytes;
+  if (f.partition) e.data_file.partition.push_back(format::PartitionValue(*f.partition));
+  e.data_file.column_sizes = f.column_sizes;
+  e.data_file.value_counts = f.value_counts;
+  e.data_file.null_value_counts = f.null_value_counts;
+  e.data_file.lower_bounds = f.lower_bounds;
+  e.data_file.upper_bounds = f.upper_bounds;
+  if (!base.contract.series_key.empty() || base.contract.time_column) {
+    e.data_file.sort_order_id = base.metadata.doc.value("default-sort-order-id", 0);
+  }
+  return e;
 }
 
-}  // namespace
+format::ManifestWriteOptions ManifestOptionsOf(const TableState& base) {
+  const auto& spec = base.metadata.DefaultSpec();
+  format::ManifestWriteOptions mopts;
+  mopts.table_schema_json = base.metadata.CurrentSchema().dump();
+  mopts.schema_id = base.metadata.current_schema_id;
+  mopts.partition_spec_json = SpecFieldsJson(spec).dump();
+  mopts.partition_spec_id = spec.spec_id;
+  mopts.partition_type = PartitionTypeOf(spec);
+  return mopts;
+}
+
+}  // namespace internal
 
 const TableName& Table::name() const { return state_->name; }
 const std::string& Table::location() const { return state_->metadata.location; }
@@ -225,7 +263,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   }
 
   const auto now = state_->lake->clock->Now();
-  auto layout = LayoutOf(*base);
+  auto layout = internal::LayoutOf(*base);
   if (!layout.ok()) return layout.status();
   auto written =
       write::WriteDataFiles(store, state_->table_key + "/data", *layout, batches, now);
@@ -244,35 +282,13 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   const auto& spec = base->metadata.DefaultSpec();
   std::vector<format::ManifestEntry> entries;
   for (const auto& f : written->files) {
-    format::ManifestEntry e;
-    e.status = 1;  // ADDED
-    e.snapshot_id = snapshot_id;
-    e.data_file.file_path = store.Uri(f.key);
-    e.data_file.record_count = f.rows;
-    e.data_file.file_size_in_bytes = f.bytes;
-    if (f.partition) {
-      e.data_file.partition.push_back(format::PartitionValue(*f.partition));
-    }
-    e.data_file.column_sizes = f.column_sizes;
-    e.data_file.value_counts = f.value_counts;
-    e.data_file.null_value_counts = f.null_value_counts;
-    e.data_file.lower_bounds = f.lower_bounds;
-    e.data_file.upper_bounds = f.upper_bounds;
-    if (!base->contract.series_key.empty() || base->contract.time_column) {
-      e.data_file.sort_order_id = base->metadata.doc.value("default-sort-order-id", 0);
-    }
-    entries.push_back(std::move(e));
+    entries.push_back(internal::NewEntry(f, *base, snapshot_id));
     result.bytes += f.bytes;
   }
   result.files = static_cast<int64_t>(written->files.size());
   result.partitions = result.files;
 
-  format::ManifestWriteOptions mopts;
-  mopts.table_schema_json = base->metadata.CurrentSchema().dump();
-  mopts.schema_id = base->metadata.current_schema_id;
-  mopts.partition_spec_json = SpecFieldsJson(spec).dump();
-  mopts.partition_spec_id = spec.spec_id;
-  mopts.partition_type = PartitionTypeOf(spec);
+  const format::ManifestWriteOptions mopts = internal::ManifestOptionsOf(*base);
   auto manifest_bytes = format::WriteManifest(mopts, entries);
   if (!manifest_bytes.ok()) {
     DeleteQuietly(store, written_keys);
@@ -285,6 +301,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     return WithContext(st, context);
   }
   written_keys.push_back(manifest_key);
+  state_->lake->objects.Put(manifest_key, arrow::Buffer::FromString(*manifest_bytes));
   result.commit.write_duration = Since(start);
 
   // The optimistic commit loop.
@@ -368,8 +385,12 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
         return WithContext(parent_manifests.status(),
                            context + ": manifest list " + parent->manifest_list);
       }
-      manifests.insert(manifests.end(), parent_manifests->begin(),
-                       parent_manifests->end());
+      // Manifests of only deleted entries (a compaction's record of what it
+      // replaced) belong to their own snapshot and are not carried on.
+      for (auto& m : *parent_manifests) {
+        if (!internal::HasLiveFiles(m)) continue;
+        manifests.push_back(std::move(m));
+      }
     }
     auto list_bytes = format::WriteManifestList(
         snapshot_id, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
@@ -386,6 +407,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
       DeleteQuietly(store, written_keys);
       return WithContext(st, context);
     }
+    state_->lake->objects.Put(list_key, arrow::Buffer::FromString(*list_bytes));
 
     format::TableMetadata next = bm;
     format::Snapshot snap;
@@ -471,7 +493,25 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
                                    commit::VersionKey(state_->table_key, result.version),
                                    std::move(stored)));
       internal::WriteHeadAsync(new_state);
-      return std::make_pair(Table(std::move(new_state)), result);
+      // Inline maintenance: its failure leaves the append as it is.
+      std::shared_ptr<const internal::TableState> out = new_state;
+      auto auto_maintain =
+          new_state->contract.time_column
+              ? settings::Resolver(nullptr, nullptr, &new_state->metadata.properties)
+                    .GetBool("auto-maintain")
+              : arrow::Result<bool>(false);
+      if (options.auto_maintain.value_or(auto_maintain.ValueOr(true))) {
+        std::set<std::optional<int32_t>> touched;
+        for (const auto& f : written->files) touched.insert(f.partition);
+        auto maintained = internal::MaintainAfterAppend(new_state, touched, max_attempts,
+                                                        &result.maintenance);
+        if (maintained.ok()) {
+          out = *maintained;
+        } else {
+          result.maintenance_error = maintained.status().message();
+        }
+      }
+      return std::make_pair(Table(std::move(out)), result);
     }
     // Lost the race: back off and rebase. This attempt's manifest list is
     // deleted once the reload confirms that the snapshot did not land.

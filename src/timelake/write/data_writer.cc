@@ -411,4 +411,218 @@ arrow::Result<WriteOutput> WriteDataFiles(
   return out;
 }
 
+// One open output file of a SortedFileWriter, with the statistics of what
+// went into it: counts, and per column the min and max of every batch,
+// reduced once the file is complete.
+struct SortedFileWriter::Open {
+  WrittenFile file;
+  std::shared_ptr<storage::StoreOutputStream> sink;
+  std::unique_ptr<parquet::arrow::FileWriter> writer;
+  std::vector<arrow::ScalarVector> mins, maxes;  // per column
+};
+
+SortedFileWriter::SortedFileWriter(const storage::Store& store, std::string dir_key,
+                                   Layout layout, std::optional<int32_t> partition,
+                                   int64_t target_rows, int64_t target_bytes,
+                                   internal::TimePoint now)
+    : store_(store),
+      dir_key_(std::move(dir_key)),
+      layout_(std::move(layout)),
+      partition_(partition),
+      target_rows_(std::max<int64_t>(1, target_rows)),
+      target_bytes_(std::max<int64_t>(1, target_bytes)),
+      now_(now) {}
+
+SortedFileWriter::~SortedFileWriter() {
+  if (open_ != nullptr) (void)open_->sink->Abort();
+}
+
+arrow::Status SortedFileWriter::StartFile() {
+  auto open = std::make_unique<Open>();
+  open->file.key = dir_key_ + "/" + internal::NewUuidV7(now_) + ".parquet";
+  open->file.partition = partition_;
+  parquet::WriterProperties::Builder builder;
+  builder.compression(layout_.compression);
+  if (layout_.compression == parquet::Compression::ZSTD ||
+      layout_.compression == parquet::Compression::GZIP) {
+    builder.compression_level(layout_.compression_level);
+  }
+  const auto& schema = *layout_.schema;
+  std::vector<parquet::SortingColumn> sorting;
+  auto leaf_index = [&](const std::string& name) {
+    const int field = schema.GetFieldIndex(name);
+    int leaf = 0;
+    for (int i = 0; i < field; ++i) leaf += LeafCount(*schema.field(i)->type());
+    return leaf;
+  };
+  for (const auto& k : layout_.series_key)
+    sorting.push_back({leaf_index(k), false, true});
+  if (layout_.time_column) {
+    sorting.push_back({leaf_index(*layout_.time_column), false, true});
+  }
+  builder.enable_statistics()
+      ->enable_write_page_index()
+      ->max_row_group_length(layout_.row_group_rows)
+      ->max_rows_per_page(layout_.data_page_rows)
+      ->created_by("timelake-cpp 0.1.0")
+      ->set_sorting_columns(sorting);
+  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  TIMELAKE_ASSIGN_OR_RAISE(open->sink,
+                           storage::StoreOutputStream::Open(store_, open->file.key));
+  auto writer = parquet::arrow::FileWriter::Open(
+      schema, arrow::default_memory_pool(), open->sink, builder.build(), arrow_props);
+  if (!writer.ok()) {
+    (void)open->sink->Abort();
+    return writer.status();
+  }
+  open->writer = std::move(*writer);
+  open->mins.resize(schema.num_fields());
+  open->maxes.resize(schema.num_fields());
+  open_ = std::move(open);
+  return arrow::Status::OK();
+}
+
+arrow::Status SortedFileWriter::FinishFile() {
+  auto open = std::move(open_);
+  auto fail = [&](const arrow::Status& st) {
+    (void)open->sink->Abort();
+    return st;
+  };
+  if (auto st = open->writer->Close(); !st.ok()) return fail(st);
+  const auto& schema = *layout_.schema;
+  auto metadata = open->writer->metadata();
+  if (metadata && metadata->num_columns() == schema.num_fields()) {
+    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
+      auto group = metadata->RowGroup(rg);
+      for (int c = 0; c < group->num_columns(); ++c) {
+        if (auto id = format::FieldId(*schema.field(c))) {
+          open->file.column_sizes[*id] += group->ColumnChunk(c)->total_compressed_size();
+        }
+      }
+    }
+  }
+  // The bounds: min of the batches' mins, max of their maxes.
+  for (int c = 0; c < schema.num_fields(); ++c) {
+    auto id = format::FieldId(*schema.field(c));
+    if (!id || open->mins[c].empty()) continue;
+    auto reduce = [&](const arrow::ScalarVector& values,
+                      bool want_max) -> std::shared_ptr<arrow::Scalar> {
+      std::unique_ptr<arrow::ArrayBuilder> b;
+      if (!arrow::MakeBuilder(arrow::default_memory_pool(), values[0]->type, &b).ok() ||
+          !b->AppendScalars(values).ok()) {
+        return nullptr;
+      }
+      auto array = b->Finish();
+      if (!array.ok()) return nullptr;
+      auto minmax = cp::MinMax(*array);
+      if (!minmax.ok()) return nullptr;
+      const auto& s = minmax->scalar_as<arrow::StructScalar>();
+      return s.value[want_max ? 1 : 0];
+    };
+    auto lo = reduce(open->mins[c], false);
+    auto hi = reduce(open->maxes[c], true);
+    if (!lo || !hi || !lo->is_valid || !hi->is_valid) continue;
+    auto lo_bytes = format::EncodeScalar(*lo);
+    auto hi_bytes = format::EncodeScalar(*hi);
+    if (lo_bytes.ok() && hi_bytes.ok()) {
+      open->file.lower_bounds[*id] = std::move(*lo_bytes);
+      open->file.upper_bounds[*id] = std::move(*hi_bytes);
+    }
+  }
+  if (auto st = open->sink->Close(); !st.ok()) return fail(st);
+  TIMELAKE_ASSIGN_OR_RAISE(open->file.bytes, open->sink->Tell());
+  done_.push_back(std::move(open->file));
+  last_series_ = nullptr;
+  return arrow::Status::OK();
+}
+
+arrow::Status SortedFileWriter::Append(const arrow::RecordBatch& slice) {
+  TIMELAKE_RETURN_NOT_OK(open_->writer->WriteRecordBatch(slice));
+  open_->file.rows += slice.num_rows();
+  for (int c = 0; c < slice.num_columns(); ++c) {
+    const auto& column = slice.column(c);
+    auto id = format::FieldId(*slice.schema()->field(c));
+    if (!id) continue;
+    open_->file.value_counts[*id] += column->length();
+    open_->file.null_value_counts[*id] += column->null_count();
+    if (column->type()->num_fields() > 0 || column->null_count() == column->length())
+      continue;
+    auto minmax = cp::MinMax(column);
+    if (!minmax.ok()) continue;  // types without min/max get no bounds
+    const auto& s = minmax->scalar_as<arrow::StructScalar>();
+    if (!s.value[0]->is_valid || !s.value[1]->is_valid) continue;
+    open_->mins[c].push_back(s.value[0]);
+    open_->maxes[c].push_back(s.value[1]);
+  }
+  if (series_column_ >= 0 && slice.num_rows() > 0) {
+    TIMELAKE_ASSIGN_OR_RAISE(
+        last_series_, slice.column(series_column_)->GetScalar(slice.num_rows() - 1));
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<int64_t> SortedFileWriter::SeriesRunEnd(const arrow::RecordBatch& batch,
+                                                      int64_t offset) const {
+  const auto column = batch.column(series_column_)->Slice(offset);
+  arrow::Datum same;
+  if (!last_series_->is_valid) {
+    TIMELAKE_ASSIGN_OR_RAISE(same, cp::IsNull(column));
+  } else {
+    TIMELAKE_ASSIGN_OR_RAISE(same, cp::CallFunction("equal", {column, last_series_}));
+  }
+  const auto& flags = *same.array_as<arrow::BooleanArray>();
+  for (int64_t i = 0; i < flags.length(); ++i) {
+    if (flags.IsNull(i) || !flags.Value(i)) return offset + i;
+  }
+  return batch.num_rows();
+}
+
+arrow::Status SortedFileWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
+  if (series_column_ < 0 && !layout_.series_key.empty()) {
+    series_column_ = layout_.schema->GetFieldIndex(layout_.series_key[0]);
+  }
+  int64_t offset = 0;
+  while (offset < batch->num_rows()) {
+    if (open_ == nullptr) TIMELAKE_RETURN_NOT_OK(StartFile());
+    TIMELAKE_ASSIGN_OR_RAISE(const int64_t bytes, open_->sink->Tell());
+    const bool full = open_->file.rows >= target_rows_ || bytes >= target_bytes_;
+    if (!full) {
+      const int64_t n =
+          std::min(target_rows_ - open_->file.rows, batch->num_rows() - offset);
+      TIMELAKE_RETURN_NOT_OK(Append(*batch->Slice(offset, n)));
+      offset += n;
+      continue;
+    }
+    // Full: the file ends where the series it ends with does, so that the
+    // files of a partition hold disjoint series and dedup on read never
+    // merges them; a series over twice the target is split anyway.
+    if (series_column_ < 0 || last_series_ == nullptr ||
+        open_->file.rows >= 2 * target_rows_) {
+      TIMELAKE_RETURN_NOT_OK(FinishFile());
+      continue;
+    }
+    TIMELAKE_ASSIGN_OR_RAISE(const int64_t end, SeriesRunEnd(*batch, offset));
+    if (end > offset) {
+      TIMELAKE_RETURN_NOT_OK(Append(*batch->Slice(offset, end - offset)));
+      offset = end;
+    }
+    if (offset < batch->num_rows()) TIMELAKE_RETURN_NOT_OK(FinishFile());
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::vector<WrittenFile>> SortedFileWriter::Finish() {
+  if (open_ != nullptr) TIMELAKE_RETURN_NOT_OK(FinishFile());
+  return std::move(done_);
+}
+
+void SortedFileWriter::Abort() {
+  if (open_ != nullptr) {
+    (void)open_->sink->Abort();
+    open_.reset();
+  }
+  for (const auto& f : done_) (void)store_.Delete(f.key);
+  done_.clear();
+}
+
 }  // namespace timelake::write

@@ -76,6 +76,47 @@ arrow::Result<WriteOutput> WriteDataFiles(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
     internal::TimePoint now);
 
+// Writes rows that arrive already sorted and deduplicated (a compaction's
+// merge) into the files of one partition, streaming: a new file starts once
+// the current one holds `target_rows` rows or `target_bytes` bytes, so about
+// one file's row group is in memory at a time. Not thread-safe.
+class SortedFileWriter {
+ public:
+  SortedFileWriter(const storage::Store& store, std::string dir_key, Layout layout,
+                   std::optional<int32_t> partition, int64_t target_rows,
+                   int64_t target_bytes, internal::TimePoint now);
+  ~SortedFileWriter();
+
+  // Errors: kStorage; then Abort() is due.
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
+  // Closes the last file; the files written, in order.
+  arrow::Result<std::vector<WrittenFile>> Finish();
+  // Deletes every file written so far and discards the open one.
+  void Abort();
+
+ private:
+  struct Open;
+  arrow::Status StartFile();
+  arrow::Status FinishFile();
+  // Writes rows into the open file and keeps its statistics.
+  arrow::Status Append(const arrow::RecordBatch& slice);
+  // The first row at or after `offset` of another series than the last
+  // one written.
+  arrow::Result<int64_t> SeriesRunEnd(const arrow::RecordBatch& batch,
+                                      int64_t offset) const;
+
+  const storage::Store& store_;
+  std::string dir_key_;
+  Layout layout_;
+  std::optional<int32_t> partition_;
+  int64_t target_rows_, target_bytes_;
+  internal::TimePoint now_;
+  std::unique_ptr<Open> open_;
+  std::vector<WrittenFile> done_;
+  int series_column_ = -1;  // the first series key column, when there is one
+  std::shared_ptr<arrow::Scalar> last_series_;  // its value in the last row written
+};
+
 }  // namespace timelake::write
 
 #endif  // TIMELAKE_WRITE_DATA_WRITER_H_

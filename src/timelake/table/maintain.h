@@ -1,0 +1,151 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// Maintenance kept by the writer (SPEC §7): what to rewrite (planning, pure
+// functions of the live files and the table's rules), the rewrite itself (a
+// k-way merge through DataFusion into SortedFileWriter), the commits that
+// replace files, snapshot expiry and the orphan sweep.
+
+#ifndef TIMELAKE_TABLE_MAINTAIN_H_
+#define TIMELAKE_TABLE_MAINTAIN_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <arrow/record_batch.h>
+#include <nlohmann/json.hpp>
+
+#include "timelake/format/manifest.h"
+#include "timelake/read/catalog.h"
+#include "timelake/table/internal.h"
+#include "timelake/write/data_writer.h"
+
+namespace timelake::internal {
+
+// Test access to a lake's state (e.g. to give it a FakeClock).
+struct LakeAccess {
+  static std::shared_ptr<LakeState> State(const Lake& lake) { return lake.state_; }
+};
+
+// --- Helpers shared with the append path (table.cc) ---
+
+// The write layout of a table. Errors: kUnsupported for partition specs other
+// than the hour, day or month of the time column.
+arrow::Result<write::Layout> LayoutOf(const TableState& t);
+std::vector<format::PartitionFieldType> PartitionTypeOf(
+    const format::PartitionSpec& spec);
+nlohmann::json SpecFieldsJson(const format::PartitionSpec& spec);
+// The ADDED manifest entry of a file written for `snapshot_id`.
+format::ManifestEntry NewEntry(const write::WrittenFile& f, const TableState& base,
+                               int64_t snapshot_id);
+format::ManifestWriteOptions ManifestOptionsOf(const TableState& base);
+
+// Whether a manifest list entry may list live (added or existing) files.
+inline bool HasLiveFiles(const format::ManifestFile& m) {
+  if (!m.added_files_count || !m.existing_files_count) return true;  // unknown
+  return *m.added_files_count + *m.existing_files_count > 0;
+}
+
+// Reads `files` of `table` as one stream in the table's schema, merged in
+// (series…, time, insertion, commit) order; with `dedup`, one row per
+// (series…, time) by the tie rule. Tables without a time column: in no
+// particular order. Memory stays bounded by a few batches per file.
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
+    std::shared_ptr<const TableState> table, std::vector<read::LiveFile> files,
+    bool dedup);
+
+// --- Rules ---
+
+// The table's maintenance rules, from its settings.
+struct MaintainRules {
+  int64_t target_bytes = 128 << 20;
+  int64_t min_files = 2;
+  std::chrono::milliseconds cold_after{3'600'000};
+  std::optional<std::chrono::milliseconds> retention;
+  std::chrono::milliseconds snapshot_retention{7LL * 86'400'000};
+  int64_t min_snapshots = 1;
+  int64_t max_snapshots = 100;
+  int64_t keep_snapshots_until_ms = 0;
+  bool auto_maintain = true;
+};
+arrow::Result<MaintainRules> RulesOf(const TableState& table);
+
+// The size tier of a file: n for sizes in [64 KiB x 4^n, 64 KiB x 4^(n+1)),
+// n < 0 below 64 KiB (-9 for an empty file). Merging compact-min-files files of one
+// tier makes a file of that tier or the next, so every row is rewritten a
+// few times per tier: with the default 2, about log2 of (final / appended
+// size) times; with 4, about half as often, for up to 3 files per tier.
+int Tier(int64_t bytes);
+
+// The partition value of a live file (nullopt: unpartitioned).
+std::optional<int32_t> PartitionValueOf(const read::LiveFile& file);
+
+// [start, end) of a partition in microseconds since the epoch.
+std::pair<int64_t, int64_t> PartitionRange(int32_t value, Chunk chunk);
+
+// One rewrite: input files of one partition.
+struct Rewrite {
+  std::optional<int32_t> partition;
+  std::vector<read::LiveFile> inputs;
+};
+
+// Size-tiered compaction of `partitions`: in each, the small files (under
+// 3/4 of the target) of the lowest tier holding at least min_files of them.
+std::vector<Rewrite> PlanTiered(const std::vector<read::LiveFile>& files,
+                                const MaintainRules& rules,
+                                const std::set<std::optional<int32_t>>& partitions);
+
+// Whether a partition's files need a full rewrite: a file not sorted by the
+// table's sort order, more files than its bytes need, or (dedup tables)
+// files that may share keys.
+bool NeedsRewrite(const std::vector<const read::LiveFile*>& files,
+                  const TableState& table, const MaintainRules& rules);
+
+// Full rewrites of every partition that needs one (Table::Maintain), or of
+// the cold ones only: those whose end lies compact_cold_after before the
+// newest row of the table, newest first, at most `limit`.
+std::vector<Rewrite> PlanFull(const std::vector<read::LiveFile>& files,
+                              const TableState& table, const MaintainRules& rules,
+                              bool cold_only, size_t limit);
+
+// The snapshots to expire now (ids), by the rules: never the current one,
+// the newest min_snapshots, or any while now < keep_snapshots_until; the
+// oldest beyond max_snapshots; otherwise those older than snapshot_retention.
+std::vector<int64_t> PlanExpiry(const format::TableMetadata& metadata,
+                                const MaintainRules& rules, int64_t now_ms);
+
+// --- Steps (each commits on its own; `report` accumulates) ---
+
+struct StepOptions {
+  int max_commit_attempts = 20;
+  std::function<void(const std::string&)> progress;
+};
+
+arrow::Result<std::shared_ptr<const TableState>> RunRetention(
+    std::shared_ptr<const TableState> table, const MaintainRules& rules,
+    const StepOptions& options, MaintainReport* report);
+
+arrow::Result<std::shared_ptr<const TableState>> RunRewrite(
+    std::shared_ptr<const TableState> table, const Rewrite& rewrite,
+    const MaintainRules& rules, const StepOptions& options, MaintainReport* report);
+
+arrow::Result<std::shared_ptr<const TableState>> RunExpiry(
+    std::shared_ptr<const TableState> table, const MaintainRules& rules, size_t min_batch,
+    const StepOptions& options, MaintainReport* report);
+
+arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds age,
+                           const StepOptions& options, MaintainReport* report);
+
+// Inline maintenance after an append that touched `partitions`.
+arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(
+    std::shared_ptr<const TableState> table,
+    const std::set<std::optional<int32_t>>& partitions, int max_commit_attempts,
+    MaintainReport* report);
+
+}  // namespace timelake::internal
+
+#endif  // TIMELAKE_TABLE_MAINTAIN_H_

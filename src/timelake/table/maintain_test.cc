@@ -1,0 +1,435 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+
+#include "timelake/table/maintain.h"
+
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <set>
+
+#include <arrow/api.h>
+#include <arrow/compute/initialize.h>
+#include <arrow/io/file.h>
+#include <gtest/gtest.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/file_reader.h>
+
+#include "timelake/read/catalog.h"
+#include "timelake/table/lvi.h"
+#include "timelake/testing/matchers.h"
+#include "timelake/timelake.h"
+#include "timelake/util/clock.h"
+
+namespace timelake::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kHourUs = 3600LL * 1000000;
+constexpr int64_t kDayUs = 24 * kHourUs;
+constexpr int64_t kT0 = 1767225600LL * 1000000;  // 2026-01-01T00:00:00Z
+
+TEST(MaintainRules, TiersAreSixtyFourKibTimesPowersOfFour) {
+  EXPECT_EQ(Tier(64 << 10), 0);
+  EXPECT_EQ(Tier((256 << 10) - 1), 0);
+  EXPECT_EQ(Tier(256 << 10), 1);
+  EXPECT_EQ(Tier(1 << 20), 2);
+  EXPECT_EQ(Tier(128LL << 20), 5);
+  EXPECT_EQ(Tier((64 << 10) - 1), -1);
+  EXPECT_EQ(Tier(16 << 10), -1);
+  EXPECT_EQ(Tier((16 << 10) - 1), -2);
+  EXPECT_EQ(Tier(2400), -3);  // 1 KiB .. 4 KiB
+  EXPECT_EQ(Tier(1), -8);
+  EXPECT_EQ(Tier(0), -9);
+}
+
+TEST(MaintainRules, PartitionRanges) {
+  // 2026-01-01 is day 20454 and month 672 since the epoch.
+  EXPECT_EQ(PartitionRange(20454, Chunk::kDay), std::make_pair(kT0, kT0 + kDayUs));
+  EXPECT_EQ(PartitionRange(20454 * 24 + 5, Chunk::kHour),
+            std::make_pair(kT0 + 5 * kHourUs, kT0 + 6 * kHourUs));
+  EXPECT_EQ(PartitionRange(672, Chunk::kMonth), std::make_pair(kT0, kT0 + 31 * kDayUs));
+  // February 2026 has 28 days; December 1969 ends at the epoch.
+  EXPECT_EQ(PartitionRange(673, Chunk::kMonth).second -
+                PartitionRange(673, Chunk::kMonth).first,
+            28 * kDayUs);
+  EXPECT_EQ(PartitionRange(-1, Chunk::kMonth).second, 0);
+}
+
+format::TableMetadata WithSnapshots(const std::vector<int64_t>& timestamps_ms) {
+  format::TableMetadata m;
+  int64_t seq = 0;
+  for (int64_t ts : timestamps_ms) {
+    format::Snapshot s;
+    s.snapshot_id = 100 + seq;
+    s.sequence_number = ++seq;
+    s.timestamp_ms = ts;
+    m.AddSnapshot(s);
+  }
+  return m;
+}
+
+TEST(MaintainRules, ExpiryKeepsMinSnapshotsAndRespectsMaxAndRetention) {
+  constexpr int64_t kDayMs = 86400000;
+  const int64_t now = 100 * kDayMs;
+  // Ten snapshots, one a day, the newest today.
+  std::vector<int64_t> ts;
+  for (int i = 9; i >= 0; --i) ts.push_back(now - i * kDayMs);
+  const auto m = WithSnapshots(ts);
+  MaintainRules rules;
+  rules.snapshot_retention = std::chrono::milliseconds(3 * kDayMs + 1);
+  rules.min_snapshots = 1;
+  rules.max_snapshots = 100;
+  // Older than 3 days: the six oldest (ids 100..105).
+  EXPECT_EQ(PlanExpiry(m, rules, now),
+            (std::vector<int64_t>{105, 104, 103, 102, 101, 100}));
+  rules.min_snapshots = 8;  // the newest eight stay whatever their age
+  EXPECT_EQ(PlanExpiry(m, rules, now), (std::vector<int64_t>{101, 100}));
+  rules.min_snapshots = 1;
+  rules.snapshot_retention = std::chrono::milliseconds(365 * kDayMs);
+  rules.max_snapshots = 7;  // young, but too many
+  EXPECT_EQ(PlanExpiry(m, rules, now), (std::vector<int64_t>{102, 101, 100}));
+  rules.keep_snapshots_until_ms = now + 1;  // a hold: nothing expires before it
+  EXPECT_TRUE(PlanExpiry(m, rules, now).empty());
+}
+
+class Maintenance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(arrow::compute::Initialize().ok());
+    std::random_device rd;
+    dir_ = fs::temp_directory_path() / ("timelake-maintain-" + std::to_string(rd()));
+    fs::create_directories(dir_);
+    auto lake = Lake::Open(dir_.string());
+    ASSERT_TRUE(lake.ok()) << lake.status().ToString();
+    lake_ = std::make_unique<Lake>(*lake);
+    clock_ = std::make_shared<FakeClock>(TimePoint(std::chrono::microseconds(kT0)));
+    LakeAccess::State(*lake_)->clock = clock_;
+  }
+  void TearDown() override {
+    Flush();
+    lake_.reset();
+    fs::remove_all(dir_);
+  }
+
+  static std::shared_ptr<arrow::Schema> Schema() {
+    return arrow::schema(
+        {arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+         arrow::field("device", arrow::utf8()), arrow::field("v", arrow::float64())});
+  }
+
+  // One row per (device, time) for `devices` devices at `times`.
+  static std::shared_ptr<arrow::RecordBatch> Rows(const std::vector<int64_t>& times,
+                                                  int devices, double value) {
+    arrow::TimestampBuilder t(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
+                              arrow::default_memory_pool());
+    arrow::StringBuilder d;
+    arrow::DoubleBuilder v;
+    for (int64_t time : times) {
+      for (int i = 0; i < devices; ++i) {
+        EXPECT_TRUE(t.Append(time).ok());
+        EXPECT_TRUE(d.Append("dev" + std::to_string(i)).ok());
+        EXPECT_TRUE(v.Append(value + i).ok());
+      }
+    }
+    const int64_t n = static_cast<int64_t>(times.size()) * devices;
+    return arrow::RecordBatch::Make(Schema(), n, {*t.Finish(), *d.Finish(), *v.Finish()});
+  }
+
+  Table Create(std::map<std::string, std::string> properties = {}) {
+    TableOptions o;
+    o.time_column = "time";
+    o.series_key = {"device"};
+    o.properties = std::move(properties);
+    auto t = lake_->CreateTable("m", *Schema(), o);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return *t;
+  }
+
+  std::vector<read::LiveFile> Live(const Table& table) {
+    auto state = LoadTableState(LakeAccess::State(*lake_), table.name());
+    EXPECT_TRUE(state.ok());
+    auto files = read::ListLiveFiles(**state);
+    EXPECT_TRUE(files.ok());
+    return *files;
+  }
+
+  std::shared_ptr<arrow::Table> Query(const std::string& sql) {
+    Session session(*lake_);
+    auto result = session.Sql(sql);
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return result.ok() ? *result : nullptr;
+  }
+
+  int64_t Count(const std::string& sql) {
+    auto t = Query(sql);
+    if (t == nullptr || t->num_rows() != 1) return -1;
+    auto s = t->column(0)->GetScalar(0);
+    return std::static_pointer_cast<arrow::Int64Scalar>(*s)->value;
+  }
+
+  // Data and metadata objects under the table that are not table versions,
+  // the hint or the head, and that no snapshot of the newest version
+  // references.
+  std::set<std::string> Unreferenced(const Table& table) {
+    auto state = LoadTableState(LakeAccess::State(*lake_), table.name());
+    EXPECT_TRUE(state.ok());
+    std::set<std::string> referenced;
+    const auto& store = *LakeAccess::State(*lake_)->store;
+    for (const auto& s : (*state)->metadata.snapshots) {
+      referenced.insert(*store.KeyOf(s.manifest_list));
+      if (auto uri = LviUri(s)) referenced.insert(*store.KeyOf(*uri));
+      auto list = store.Get(*store.KeyOf(s.manifest_list));
+      auto manifests = format::ReadManifestList(std::string_view(
+          reinterpret_cast<const char*>((*list)->data()), (*list)->size()));
+      for (const auto& m : *manifests) {
+        referenced.insert(*store.KeyOf(m.manifest_path));
+        auto bytes = store.Get(*store.KeyOf(m.manifest_path));
+        auto contents = format::ReadManifest(std::string_view(
+            reinterpret_cast<const char*>((*bytes)->data()), (*bytes)->size()));
+        for (const auto& e : contents->entries) {
+          if (e.status != format::kEntryDeleted)
+            referenced.insert(*store.KeyOf(e.data_file.file_path));
+        }
+      }
+    }
+    std::set<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / "default" / "m")) {
+      if (!e.is_regular_file()) continue;
+      const std::string key = fs::relative(e.path(), dir_).string();
+      const std::string name = e.path().filename().string();
+      if (name.ends_with(".metadata.json") || name == "version-hint.text" ||
+          name == "timelake-head") {
+        continue;
+      }
+      if (!referenced.count(key)) out.insert(key);
+    }
+    return out;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<Lake> lake_;
+  std::shared_ptr<FakeClock> clock_;
+};
+
+TEST_F(Maintenance, ManySmallAppendsKeepTheFileCountBounded) {
+  Table table = Create();
+  clock_->Set(TimePoint(std::chrono::microseconds(kT0 + 12 * kHourUs)));
+  constexpr int kAppends = 500;
+  int64_t appended_bytes = 0, rewritten_bytes = 0;
+  size_t max_live = 0;
+  int64_t compactions = 0;
+  for (int a = 0; a < kAppends; ++a) {
+    // 10 devices x 100 seconds: 1,000 rows of the current day.
+    std::vector<int64_t> times;
+    for (int s = 0; s < 100; ++s) times.push_back(kT0 + (a * 100 + s) * 1000000LL);
+    auto appended = table.Append({Rows(times, 10, a)});
+    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    table = appended->first;
+    const AppendResult& r = appended->second;
+    ASSERT_EQ(r.maintenance_error, "");
+    appended_bytes += r.bytes;
+    rewritten_bytes += r.maintenance.bytes_written;
+    compactions += r.maintenance.partitions_compacted;
+    max_live = std::max<size_t>(max_live, Live(table).size());
+    clock_->Advance(std::chrono::seconds(10));
+  }
+  const double amplification =
+      static_cast<double>(appended_bytes + rewritten_bytes) / appended_bytes;
+  std::cout << "500 appends of 1,000 rows: at most " << max_live << " live files, "
+            << Live(table).size() << " at the end, " << compactions
+            << " compactions, write amplification " << amplification << " ("
+            << appended_bytes << " bytes appended, " << rewritten_bytes << " rewritten), "
+            << table.Info().snapshots << " snapshots kept" << std::endl;
+  // Size tiers of 64 KiB x 4^n under the 128 MiB target: at most one small
+  // file per tier between appends (compact-min-files 2), plus the new one.
+  EXPECT_LE(max_live, 8u);
+  EXPECT_LT(amplification, 12.0);
+  EXPECT_LE(table.Info().snapshots, 110);  // max-snapshots 100, expired in batches of 10
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), kAppends * 1000);
+  EXPECT_EQ(Count("SELECT count(*) FROM (SELECT DISTINCT device, time FROM m)"),
+            kAppends * 1000);
+  EXPECT_EQ(Count("SELECT CAST(sum(v) AS BIGINT) FROM m"),
+            // sum over appends a and devices i of (a + i), 100 times each
+            100LL * (10LL * kAppends * (kAppends - 1) / 2 + kAppends * 45LL));
+}
+
+TEST_F(Maintenance, MaintainLeavesSortedDuplicateFreeFilesAndNoUnreferencedFile) {
+  Table table = Create(
+      {{"timelake.snapshot-retention", "1h"}, {"timelake.auto-maintain", "false"}});
+  // Two days, each appended in 6 commits; every key of day 1 is appended
+  // twice (the second value wins).
+  for (int round = 0; round < 2; ++round) {
+    for (int a = 0; a < 6; ++a) {
+      std::vector<int64_t> times;
+      for (int s = 0; s < 50; ++s) {
+        times.push_back(kT0 + (a * 50 + s) * 1000000LL);
+        times.push_back(kT0 + kDayUs + (a * 50 + s) * 1000000LL);
+      }
+      auto appended = table.Append({Rows(times, 7, round * 1000)});
+      ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+      table = appended->first;
+      clock_->Advance(std::chrono::minutes(1));
+    }
+  }
+  ASSERT_EQ(Live(table).size(), 24u);
+  const std::string answer_sql =
+      "SELECT device, count(*) AS n, sum(v) AS s, min(time) AS lo, max(time) AS hi "
+      "FROM m GROUP BY device ORDER BY device";
+  auto before = Query(answer_sql);
+  clock_->Advance(std::chrono::hours(2));
+  std::vector<std::string> progress;
+  MaintainOptions options;
+  options.orphan_age = std::chrono::milliseconds(0);
+  options.progress = [&](const std::string& line) { progress.push_back(line); };
+  auto maintained = table.Maintain(options);
+  ASSERT_TRUE(maintained.ok()) << maintained.status().ToString();
+  const MaintainReport& r = maintained->second;
+  EXPECT_EQ(r.partitions_compacted, 2);
+  EXPECT_EQ(r.files_rewritten, 24);
+  EXPECT_EQ(r.files_written, 2);
+  EXPECT_EQ(r.duplicates_removed, 2 * 6 * 50 * 7);
+  // The 12 appends' snapshots, older than 1 h; the rewrites' are new.
+  EXPECT_EQ(r.snapshots_expired, 12);
+  EXPECT_GT(r.files_deleted, 24);
+  EXPECT_FALSE(progress.empty());
+  table = maintained->first;
+
+  // Same answers (dedup on read already hid the duplicates).
+  auto after = Query(answer_sql);
+  ASSERT_NE(before, nullptr);
+  ASSERT_NE(after, nullptr);
+  EXPECT_TRUE(before->Equals(*after)) << before->ToString() << after->ToString();
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 2 * 6 * 50 * 7);
+
+  // One file per partition, sorted by (device, time) with no repeated key.
+  const auto live = Live(table);
+  ASSERT_EQ(live.size(), 2u);
+  for (const auto& f : live) {
+    auto reader =
+        parquet::arrow::OpenFile(*arrow::io::ReadableFile::Open((dir_ / f.key).string()),
+                                 arrow::default_memory_pool());
+    ASSERT_TRUE(reader.ok());
+    auto rows = (*reader)->ReadTable();
+    ASSERT_TRUE(rows.ok());
+    auto combined = *(*rows)->CombineChunksToBatch();
+    const auto& device = static_cast<const arrow::StringArray&>(*combined->column(1));
+    const auto& time = static_cast<const arrow::TimestampArray&>(*combined->column(0));
+    for (int64_t i = 1; i < combined->num_rows(); ++i) {
+      const auto a = std::make_pair(device.GetView(i - 1), time.Value(i - 1));
+      const auto b = std::make_pair(device.GetView(i), time.Value(i));
+      ASSERT_LT(a, b) << "row " << i << " of " << f.key;
+    }
+  }
+  EXPECT_EQ(Unreferenced(table), std::set<std::string>{});
+  // A second run has nothing to do.
+  auto again = table.Maintain(options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->second.commits, 0);
+  // Two hours on, the first rewrite's snapshot expires too: only the two
+  // live files are left in data/.
+  clock_->Advance(std::chrono::hours(2));
+  again = table.Maintain(options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->second.snapshots_expired, 1);
+  EXPECT_EQ(Unreferenced(table), std::set<std::string>{});
+  size_t data_files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ / "default" / "m" / "data"))
+    data_files += e.is_regular_file();
+  EXPECT_EQ(data_files, 2u);
+}
+
+TEST_F(Maintenance, RetentionDropsOldPartitionsByTheFakeClock) {
+  Table table =
+      Create({{"timelake.retention", "2d"}, {"timelake.auto-maintain", "false"}});
+  // Days 0..4; dev0 only on day 0.
+  for (int day = 0; day < 5; ++day) {
+    auto appended =
+        table.Append({Rows({kT0 + day * kDayUs + kHourUs}, day == 0 ? 3 : 2, 0)});
+    ASSERT_TRUE(appended.ok());
+    table = appended->first;
+  }
+  MaintainOptions options;
+  options.compact = false;
+  // Day 4, 12:00: days ending by day 2, 12:00 go, i.e. days 0 and 1.
+  clock_->Set(TimePoint(std::chrono::microseconds(kT0 + 4 * kDayUs + 12 * kHourUs)));
+  auto maintained = table.Maintain(options);
+  ASSERT_TRUE(maintained.ok()) << maintained.status().ToString();
+  EXPECT_EQ(maintained->second.partitions_dropped, 2);
+  EXPECT_EQ(maintained->second.rows_dropped, 3 + 2);
+  table = maintained->first;
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 3 * 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM m WHERE time < '2026-01-03T00:00:00Z'"), 0);
+  // The index forgets dev2, whose rows were all in the dropped days.
+  Session session(*lake_);
+  auto latest = session.Latest("m");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ((*latest)->num_rows(), 2);
+  // The clock moves on a day: day 2 goes too.
+  clock_->Advance(std::chrono::hours(24));
+  maintained = table.Maintain(options);
+  ASSERT_TRUE(maintained.ok());
+  EXPECT_EQ(maintained->second.partitions_dropped, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 2 * 2);
+}
+
+TEST_F(Maintenance, AColdPartitionIsCompactedInlineOnceNewerDataIsPastIt) {
+  Table table = Create({{"timelake.compact-min-files", "100"}});  // no tiered merges
+  for (int a = 0; a < 4; ++a) {
+    auto appended = table.Append({Rows({kT0 + a * kHourUs}, 3, a)});
+    ASSERT_TRUE(appended.ok());
+    table = appended->first;
+  }
+  EXPECT_EQ(Live(table).size(), 4u);
+  // Newer data 30 min past day 0's end: not cold yet (compact-cold-after 1h).
+  auto appended = table.Append({Rows({kT0 + kDayUs + 30 * 60 * 1000000LL}, 3, 9)});
+  ASSERT_TRUE(appended.ok());
+  EXPECT_EQ(appended->second.maintenance.partitions_compacted, 0);
+  appended = appended->first.Append({Rows({kT0 + kDayUs + 2 * kHourUs}, 3, 9)});
+  ASSERT_TRUE(appended.ok());
+  EXPECT_EQ(appended->second.maintenance.partitions_compacted, 1);
+  EXPECT_EQ(appended->second.maintenance.files_rewritten, 4);
+  EXPECT_EQ(Live(appended->first).size(), 1u + 2u);
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 6 * 3);
+}
+
+TEST_F(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
+  Table table = Create({{"timelake.auto-maintain", "false"}});
+  for (int a = 0; a < 3; ++a) {
+    auto appended = table.Append({Rows({kT0 + a * kHourUs}, 3, a)});
+    ASSERT_TRUE(appended.ok());
+    table = appended->first;
+  }
+  auto lake = LakeAccess::State(*lake_);
+  auto planned_on = *LoadTableState(lake, table.name());
+  auto rules = *RulesOf(*planned_on);
+  auto jobs = PlanFull(*read::ListLiveFiles(*planned_on), *planned_on, rules, false, 10);
+  ASSERT_EQ(jobs.size(), 1u);
+
+  // A concurrent append: the rewrite still commits on top of it.
+  auto appended = table.Append({Rows({kT0 + 5 * kHourUs}, 3, 7)});
+  ASSERT_TRUE(appended.ok());
+  MaintainReport report;
+  auto rewritten = RunRewrite(planned_on, jobs[0], rules, {}, &report);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status().ToString();
+  EXPECT_EQ(Live(table).size(), 2u);  // the rewrite's file and the append's
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 4 * 3);
+
+  // Planned on the same old version again: its inputs are gone now.
+  Flush();
+  std::set<std::string> files_before;
+  for (const auto& e : fs::recursive_directory_iterator(dir_))
+    if (e.is_regular_file()) files_before.insert(e.path().string());
+  auto again = RunRewrite(planned_on, jobs[0], rules, {}, &report);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(KindOf(again.status()), ErrorKind::kConflict) << again.status().ToString();
+  Flush();
+  std::set<std::string> files_after;
+  for (const auto& e : fs::recursive_directory_iterator(dir_))
+    if (e.is_regular_file()) files_after.insert(e.path().string());
+  EXPECT_EQ(files_before, files_after);  // nothing left behind
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 4 * 3);
+}
+
+}  // namespace
+}  // namespace timelake::internal
