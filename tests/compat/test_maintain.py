@@ -15,6 +15,7 @@ from pyiceberg.table import StaticTable
 
 from conftest import (BIN, cli_query, duckdb_connection, referenced_files, run_cli,
                       run_tl07)
+from test_concurrency import target  # noqa: F401  (fixture: local and S3 warehouses)
 
 T0 = dt.datetime(2026, 4, 1, tzinfo=dt.timezone.utc)
 
@@ -118,29 +119,28 @@ print(json.dumps([lake.sql("SELECT count(*) AS n FROM theirs").to_pylist()[0]["n
     assert json.loads(out.strip().splitlines()[-1]) == [before["n"], 5]
 
 
-def test_compaction_beside_appends_from_another_process(warehouse, tmp_path):
+def test_compaction_beside_appends_from_another_process(target, tmp_path):
+    """Local disk and the S3 server (`target` of test_concurrency)."""
     appends = 40
     first = batch_file(tmp_path, "c0", 0, 20)
-    run_cli("-w", warehouse, "append", "c", first, "--no-maintain", "--create",
-            "--time-column", "time", "--series-key", "host")
+    run_cli("-w", target.url, "append", "c.t", first, "--no-maintain", "--create",
+            "--time-column", "time", "--series-key", "host", env=target.env)
     inputs = [batch_file(tmp_path, f"c{a}", a * 20, 20) for a in range(1, appends)]
 
     def appender():
-        ok = 0
         for f in inputs:
-            proc = subprocess.run([BIN, "-w", str(warehouse), "append", "c", str(f),
+            proc = subprocess.run([BIN, "-w", target.url, "append", "c.t", str(f),
                                    "--no-maintain"],
-                                  capture_output=True, text=True, timeout=300)
+                                  capture_output=True, text=True, timeout=300, env=target.env)
             assert proc.returncode == 0, proc.stderr  # appends rebase over rewrites
-            ok += 1
-        return ok
+        return len(inputs)
 
     def maintainer():
         runs, conflicts = 0, 0
-        while runs < 30:
-            proc = subprocess.run([BIN, "-w", str(warehouse), "maintain", "c",
+        while runs < 25:
+            proc = subprocess.run([BIN, "-w", target.url, "maintain", "c.t",
                                    "--orphan-age", "1h", "--format", "json"],
-                                  capture_output=True, text=True, timeout=300)
+                                  capture_output=True, text=True, timeout=300, env=target.env)
             runs += 1
             if proc.returncode != 0:
                 assert "conflict" in proc.stderr, proc.stderr
@@ -152,21 +152,25 @@ def test_compaction_beside_appends_from_another_process(warehouse, tmp_path):
         maintained = pool.submit(maintainer)
         assert appended.result() == appends - 1
         runs, conflicts = maintained.result()
-    got = cli_query(warehouse, "SELECT host, time FROM c", tmp_path)
+    print(f"\n{target.url}: {appends} appends beside {runs} maintain runs "
+          f"({conflicts} reported a conflict)")
+    got = cli_query(target.url, "SELECT host, time FROM c.t", tmp_path, env=target.env)
     keys = list(zip(got.column("host").to_pylist(), got.column("time").to_pylist()))
     assert len(keys) == appends * 20 * 5  # nothing lost
     assert len(set(keys)) == len(keys)  # nothing doubled
 
     # No data or manifest file that no snapshot references.
-    table_dir = warehouse / "default" / "c"
-    static = StaticTable.from_metadata(str(newest_metadata(table_dir)))
+    files = target.files("c/t")
+    versions = sorted((u for u in files if re.search(r"/metadata/v\d+\.metadata\.json$", u)),
+                      key=lambda u: int(u.rsplit("/v", 1)[1].split(".")[0]))
+    static = StaticTable.from_metadata(versions[-1], properties=target.properties)
     referenced = referenced_files(static)
-    on_storage = {f"file://{p}" for p in table_dir.rglob("*")
-                  if p.is_file() and p.suffix in (".parquet", ".avro")}
+    on_storage = {u for u in files if u.endswith((".parquet", ".avro"))}
     assert on_storage - referenced == set(), (runs, conflicts)
     # A last maintain leaves one sorted file.
-    run_cli("-w", warehouse, "maintain", "c")
-    info = json.loads(run_cli("-w", warehouse, "info", "c", "--format", "json").stdout)
+    run_cli("-w", target.url, "maintain", "c.t", env=target.env)
+    info = json.loads(run_cli("-w", target.url, "info", "c.t", "--format", "json",
+                              env=target.env).stdout)
     assert info["files"] == 1 and info["rows"] == appends * 20 * 5
 
 

@@ -3,6 +3,7 @@
 #include "timelake/table/maintain.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -332,6 +333,15 @@ arrow::Result<std::shared_ptr<const TableState>> CommitReplacement(
   }
 }
 
+// What a merge holds of one input at a time, roughly: one row group,
+// compressed (the file's bytes shared out over its rows).
+int64_t MergeBytes(const read::LiveFile& f, int64_t row_group_rows) {
+  const int64_t rows = std::max<int64_t>(1, f.data_file.record_count);
+  const int64_t size = f.data_file.file_size_in_bytes;
+  if (rows <= row_group_rows) return size;
+  return static_cast<int64_t>(static_cast<double>(size) * row_group_rows / rows);
+}
+
 // Groups live files by partition.
 std::map<std::optional<int32_t>, std::vector<const read::LiveFile*>> ByPartition(
     const std::vector<read::LiveFile>& files) {
@@ -471,10 +481,34 @@ std::vector<Rewrite> PlanFull(const std::vector<read::LiveFile>& files,
       if (end + cold_micros > *newest) continue;
     }
     if (!NeedsRewrite(members, table, rules)) continue;
-    Rewrite r;
-    r.partition = partition;
-    for (const auto* f : members) r.inputs.push_back(*f);
-    out.push_back(std::move(r));
+    // The merge reads a row group of every input at once: inputs go in
+    // groups within the merge budget, merged again by the next pass.
+    std::vector<const read::LiveFile*> sorted = members;
+    std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+      return a->data_file.file_size_in_bytes < b->data_file.file_size_in_bytes;
+    });
+    std::vector<Rewrite> groups;
+    int64_t in_flight = 0;
+    for (const auto* f : sorted) {
+      const int64_t bytes = MergeBytes(*f, table.contract.row_group_rows);
+      if (groups.empty() || groups.back().inputs.size() >= kMergeMaxFiles ||
+          (in_flight + bytes > kMergeBudgetBytes && !groups.back().inputs.empty())) {
+        groups.emplace_back();
+        groups.back().partition = partition;
+        in_flight = 0;
+      }
+      groups.back().inputs.push_back(*f);
+      in_flight += bytes;
+    }
+    // A group of one file that is no better merged alone is left out.
+    std::erase_if(groups, [&](const Rewrite& g) {
+      if (g.inputs.size() > 1) return false;
+      return !NeedsRewrite({&g.inputs[0]}, table, rules);
+    });
+    for (auto& g : groups) {
+      g.partial = groups.size() > 1;
+      if (out.size() < limit) out.push_back(std::move(g));
+    }
   }
   return out;
 }
@@ -672,6 +706,48 @@ arrow::Status CollectReferences(LakeState& lake, const format::TableMetadata& me
   return arrow::Status::OK();
 }
 
+// The local file system store writes an object as "<name>#<n>" and renames
+// it into place; a writer killed in between leaves that file, which the
+// store's listing hides. They are deleted here, by the same age rule.
+int64_t SweepLocalStaging(const storage::Store& store, const std::string& table_key,
+                          int64_t now_ms, int64_t cutoff_ms) {
+  constexpr std::string_view kFile = "file://";
+  const std::string& root = store.root_url();
+  if (root.rfind(kFile, 0) != 0) return 0;
+  std::string path;
+  for (size_t i = kFile.size(); i < root.size(); ++i) {
+    if (root[i] == '%' && i + 2 < root.size()) {
+      path += static_cast<char>(std::stoi(root.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      path += root[i];
+    }
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::path(path) / table_key;
+  int64_t deleted = 0;
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string name = it->path().filename().string();
+    const size_t hash = name.rfind('#');
+    if (hash == std::string::npos || hash + 1 == name.size() ||
+        name.find_first_not_of("0123456789", hash + 1) != std::string::npos) {
+      continue;
+    }
+    const auto mtime = fs::last_write_time(it->path(), ec);
+    if (ec) continue;
+    // The file's age on the wall clock (the age rule itself is on the lake's).
+    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(
+        fs::file_time_type::clock::now() - mtime);
+    const int64_t ms = now_ms - age.count();
+    if (ms > cutoff_ms) continue;
+    if (fs::remove(it->path(), ec)) ++deleted;
+  }
+  return deleted;
+}
+
 std::unordered_set<int64_t> AllIds(const format::TableMetadata& m) {
   std::unordered_set<int64_t> ids;
   for (const auto& s : m.snapshots) ids.insert(s.snapshot_id);
@@ -806,6 +882,8 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
       if (store.Delete(o.key).ok()) ++deleted;
     }
   }
+  deleted +=
+      SweepLocalStaging(store, table.table_key, ToMillis(lake.clock->Now()), cutoff);
   report->orphans_deleted += deleted;
   Progress(options, "deleted " + std::to_string(deleted) + " orphan files");
   return arrow::Status::OK();
@@ -858,12 +936,23 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
     TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunRetention(table, rules, step, &report));
   }
   if (options.compact) {
-    TIMELAKE_ASSIGN_OR_RAISE(auto files, read::ListLiveFiles(*table));
-    const auto jobs =
-        internal::PlanFull(files, *table, rules, /*cold_only=*/false, SIZE_MAX);
-    for (const auto& job : jobs) {
-      TIMELAKE_ASSIGN_OR_RAISE(table,
-                               internal::RunRewrite(table, job, rules, step, &report));
+    // Passes until no partition was split by the merge budget; each pass
+    // merges the previous one's outputs (a few passes for any size).
+    std::optional<std::set<std::optional<int32_t>>> again;
+    for (int pass = 0; pass < 8 && (!again || !again->empty()); ++pass) {
+      TIMELAKE_ASSIGN_OR_RAISE(auto files, read::ListLiveFiles(*table));
+      if (again) {
+        std::erase_if(files, [&](const read::LiveFile& f) {
+          return !again->count(internal::PartitionValueOf(f));
+        });
+      }
+      again.emplace();
+      for (const auto& job : internal::PlanFull(files, *table, rules,
+                                                /*cold_only=*/false, SIZE_MAX)) {
+        TIMELAKE_ASSIGN_OR_RAISE(table,
+                                 internal::RunRewrite(table, job, rules, step, &report));
+        if (job.partial) again->insert(job.partition);
+      }
     }
   }
   if (options.expire) {

@@ -91,7 +91,16 @@ std::pair<int64_t, int64_t> PartitionRange(int32_t value, Chunk chunk);
 struct Rewrite {
   std::optional<int32_t> partition;
   std::vector<read::LiveFile> inputs;
+  // Some of the partition's files only (the merge budget split them): the
+  // outputs are merged again by another pass.
+  bool partial = false;
 };
+
+// A merge reads one row group of each input at a time; the inputs of one
+// rewrite hold at most this many compressed bytes of row groups (about 2-3x
+// that in memory) and at most kMergeMaxFiles files.
+inline constexpr int64_t kMergeBudgetBytes = 256LL << 20;
+inline constexpr size_t kMergeMaxFiles = 64;
 
 // Size-tiered compaction of `partitions`: in each, the small files (under
 // 3/4 of the target) of the lowest tier holding at least min_files of them.
@@ -107,7 +116,9 @@ bool NeedsRewrite(const std::vector<const read::LiveFile*>& files,
 
 // Full rewrites of every partition that needs one (Table::Maintain), or of
 // the cold ones only: those whose end lies compact_cold_after before the
-// newest row of the table, newest first, at most `limit`.
+// newest row of the table, newest first, at most `limit`. A partition's
+// files are split into several rewrites when one would exceed the merge
+// budget (smallest files first).
 std::vector<Rewrite> PlanFull(const std::vector<read::LiveFile>& files,
                               const TableState& table, const MaintainRules& rules,
                               bool cold_only, size_t limit);

@@ -212,6 +212,35 @@ class Maintenance : public ::testing::Test {
   std::shared_ptr<FakeClock> clock_;
 };
 
+TEST_F(Maintenance, BigPartitionsAreMergedInGroupsWithinTheMergeBudget) {
+  Table table = Create();
+  auto state = *LoadTableState(LakeAccess::State(*lake_), table.name());
+  const auto rules = *RulesOf(*state);
+  const int64_t sort_order = state->metadata.doc.value("default-sort-order-id", 0);
+  std::vector<read::LiveFile> files;
+  for (int i = 0; i < 10; ++i) {
+    read::LiveFile f;
+    f.key = "default/m/data/time_day=2026-01-01/f" + std::to_string(i) + ".parquet";
+    f.data_file.file_size_in_bytes = 100LL << 20;  // one 1M-row group of 100 MiB each
+    f.data_file.record_count = 1 << 20;
+    f.data_file.partition.push_back(format::PartitionValue(int32_t{20454}));
+    f.data_file.sort_order_id = static_cast<int32_t>(sort_order);
+    files.push_back(f);
+  }
+  auto jobs = PlanFull(files, *state, rules, /*cold_only=*/false, 100);
+  ASSERT_EQ(jobs.size(), 5u);  // two files (200 MiB of row groups) per merge
+  for (const auto& job : jobs) {
+    EXPECT_EQ(job.inputs.size(), 2u);
+    EXPECT_TRUE(job.partial);
+  }
+  // Files of 4M rows hold 4 row groups: a quarter of each is in flight.
+  for (auto& f : files) f.data_file.record_count = 4 << 20;
+  jobs = PlanFull(files, *state, rules, /*cold_only=*/false, 100);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].inputs.size(), 10u);
+  EXPECT_FALSE(jobs[0].partial);
+}
+
 TEST_F(Maintenance, ManySmallAppendsKeepTheFileCountBounded) {
   Table table = Create();
   clock_->Set(TimePoint(std::chrono::microseconds(kT0 + 12 * kHourUs)));

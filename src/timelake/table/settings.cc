@@ -51,7 +51,7 @@ constexpr std::array kSettings = {
     Setting{"auto-maintain", Type::kBool, "true", kCTK, k030,
             "appends run bounded maintenance inline when thresholds are crossed"},
     Setting{"compact-min-files", Type::kInt, "2", kCTK, k030,
-            "small files in a partition before it is compacted"},
+            "small files of one size tier (64 KiB x 4^n) merged at once after an append"},
     Setting{"compact-cold-after", Type::kDuration, "1h", kCTK, k030,
             "compact a partition once newer data is this far past its end"},
     Setting{"retention", Type::kDuration, "", kCTK, k030,
@@ -63,7 +63,7 @@ constexpr std::array kSettings = {
     Setting{"max-snapshots", Type::kInt, "100", kCTK, k030,
             "keep at most this many snapshots"},
     Setting{"keep-snapshots-until", Type::kInt, "0", kCTK, k030,
-            "expire no snapshot before this time (Unix epoch milliseconds; 0: none)"},
+            "no snapshot expires while now is before this (Unix epoch ms; 0: none)"},
     // Reading.
     Setting{"read-dedup", Type::kBool, "true", kCTS, k030,
             "dedup tables are deduplicated on read by the tie rule"},
