@@ -30,8 +30,9 @@ use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Column, ScalarValue};
-use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::physical_plan::FileGroup;
+use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::error::Result as DFResult;
 use datafusion::logical_expr::utils::split_conjunction;
@@ -42,7 +43,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::provider::TimelakeTable;
+use crate::provider::{IndexSource, TimelakeTable};
 
 #[derive(Debug, Default)]
 pub struct LastValueRewrite;
@@ -123,7 +124,7 @@ fn equality_columns(predicate: &Expr) -> Option<Vec<String>> {
 fn index_scan(
     scan: &datafusion::logical_expr::TableScan,
     provider: &Arc<dyn TableProvider>,
-    index: PartitionedFile,
+    index: IndexSource,
 ) -> DFResult<LogicalPlan> {
     let source = provider_as_source(Arc::new(LastValueTable {
         table: Arc::clone(provider),
@@ -145,7 +146,15 @@ impl LastValueRewrite {
         let LogicalPlan::Filter(filter) = plan else {
             return Ok(None);
         };
-        let LogicalPlan::Window(window) = filter.input.as_ref() else {
+        // DataFusion may prune columns between the filter and the window
+        // with a projection of bare columns; it is kept above the rewrite.
+        let (projection, below) = match filter.input.as_ref() {
+            LogicalPlan::Projection(p) if p.expr.iter().all(|e| column_name(e).is_some()) => {
+                (Some(p), p.input.as_ref())
+            }
+            other => (None, other),
+        };
+        let LogicalPlan::Window(window) = below else {
             return Ok(None);
         };
         let LogicalPlan::TableScan(scan) = window.input.as_ref() else {
@@ -206,8 +215,11 @@ impl LastValueRewrite {
             .map(|c: Column| Expr::Column(c))
             .collect();
         exprs.push(lit(ScalarValue::UInt64(Some(1))).alias(row_number_name));
-        let rewritten = LogicalPlanBuilder::from(new_scan).project(exprs)?.build()?;
-        Ok(Some(rewritten))
+        let mut rewritten = LogicalPlanBuilder::from(new_scan).project(exprs)?;
+        if let Some(p) = projection {
+            rewritten = rewritten.project(p.expr.clone())?;
+        }
+        Ok(Some(rewritten.build()?))
     }
 
     /// `… WHERE <series key> = … ORDER BY <time> DESC LIMIT 1`: the newest
@@ -280,13 +292,20 @@ impl LastValueRewrite {
 /// small Parquet file.
 struct LastValueTable {
     table: Arc<dyn TableProvider>,
-    index: PartitionedFile,
+    index: IndexSource,
 }
 
 impl fmt::Debug for LastValueTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let index = match &self.index {
+            IndexSource::File(file) => file.object_meta.location.to_string(),
+            IndexSource::Rows(rows) => format!(
+                "{} rows inline",
+                rows.iter().map(|b| b.num_rows()).sum::<usize>()
+            ),
+        };
         f.debug_struct("LastValueTable")
-            .field("index", &self.index.object_meta.location)
+            .field("index", &index)
             .finish()
     }
 }
@@ -319,13 +338,24 @@ impl TableProvider for LastValueTable {
             .table
             .downcast_ref::<TimelakeTable>()
             .expect("a last-value table wraps a Timelake table");
-        table.parquet_scan(
-            state,
-            vec![FileGroup::new(vec![self.index.clone()])],
-            vec![],
-            projection.cloned(),
-            None,
-            limit,
-        )
+        match &self.index {
+            IndexSource::File(file) => table.parquet_scan(
+                state,
+                vec![FileGroup::new(vec![file.clone()])],
+                vec![],
+                projection.cloned(),
+                None,
+                limit,
+            ),
+            IndexSource::Rows(rows) => {
+                let source = MemorySourceConfig::try_new(
+                    &[rows.clone()],
+                    self.schema(),
+                    projection.cloned(),
+                )?
+                .with_limit(limit);
+                Ok(DataSourceExec::from_data_source(source))
+            }
+        }
     }
 }

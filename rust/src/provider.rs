@@ -7,8 +7,10 @@
 
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
 use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef};
+use arrow::ipc::reader::StreamReader;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::project_schema;
@@ -186,7 +188,7 @@ impl TimelakeTable {
         &self,
         partition_by: &[String],
         order_by: &str,
-    ) -> TlResult<Option<PartitionedFile>> {
+    ) -> TlResult<Option<IndexSource>> {
         let request = json!({
             "filters": [],
             "last_values": {"partition_by": partition_by, "order_by": order_by},
@@ -196,14 +198,55 @@ impl TimelakeTable {
             self.callbacks
                 .plan_scan(&self.schema_name, &self.table_name, &request)
         })?;
-        let no_index = serde_json::from_str::<Value>(&answer)
-            .map(|v| v.get("files").is_some_and(Value::is_null))
-            .unwrap_or(false);
-        if no_index {
+        let value = serde_json::from_str::<Value>(&answer).unwrap_or(Value::Null);
+        if value.get("files").is_some_and(Value::is_null) {
             return Ok(None);
         }
+        if let Some(hex) = value.get("ipc").and_then(Value::as_str) {
+            return self
+                .index_rows(hex)
+                .map(|rows| Some(IndexSource::Rows(rows)));
+        }
         let plan = self.parse_answer(&answer)?;
-        Ok(plan.files.into_iter().next().map(|f| f.file))
+        Ok(plan
+            .files
+            .into_iter()
+            .next()
+            .map(|f| IndexSource::File(f.file)))
+    }
+
+    /// The index rows C++ sent as a hex-encoded Arrow IPC stream, in the
+    /// table's schema.
+    fn index_rows(&self, hex: &str) -> TlResult<Vec<RecordBatch>> {
+        let invalid = |why: String| {
+            TlError::internal(format!(
+                "plan_scan({}.{}) sent last values that {why}",
+                self.schema_name, self.table_name
+            ))
+        };
+        let digit = |c: u8| -> TlResult<u8> {
+            (c as char)
+                .to_digit(16)
+                .map(|d| d as u8)
+                .ok_or_else(|| invalid("are not hex".into()))
+        };
+        let bytes = hex
+            .as_bytes()
+            .chunks(2)
+            .map(|pair| match pair {
+                [hi, lo] => Ok(digit(*hi)? << 4 | digit(*lo)?),
+                _ => Err(invalid("have an odd length".into())),
+            })
+            .collect::<TlResult<Vec<u8>>>()?;
+        let reader = StreamReader::try_new(std::io::Cursor::new(bytes), None)
+            .map_err(|e| invalid(format!("do not decode: {e}")))?;
+        reader
+            .map(|batch| {
+                let batch = batch.map_err(|e| invalid(format!("do not decode: {e}")))?;
+                RecordBatch::try_new(Arc::clone(&self.schema), batch.columns().to_vec())
+                    .map_err(|e| invalid(format!("do not fit the table schema: {e}")))
+            })
+            .collect()
     }
 
     /// A Parquet scan of `files` (one file group per entry of `groups`).
@@ -394,6 +437,14 @@ fn round_robin(files: Vec<PartitionedFile>, n: usize) -> Vec<FileGroup> {
         groups[i % n].push(file);
     }
     groups.into_iter().map(FileGroup::new).collect()
+}
+
+/// Where the rows of a last-value index come from.
+pub(crate) enum IndexSource {
+    /// The index file, for DataFusion to read.
+    File(PartitionedFile),
+    /// The rows themselves (from the head object or the engine's cache).
+    Rows(Vec<RecordBatch>),
 }
 
 /// The name of the commit-sequence column a dedup scan adds.

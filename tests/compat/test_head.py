@@ -66,6 +66,19 @@ def test_cold_latest_and_filtered_query_round_trips(warehouse, tmp_path):
     assert sorted(before_data) == ["GET", "LIST"], requests  # at most 3 allowed; 1 round trip
     assert out.strip().splitlines()[1] == "2"
 
+    # The SQL forms of "newest row per series" and "newest row of one
+    # series" read the index the head holds: nothing after the head.
+    for sql in ["SELECT sensor, value FROM (SELECT *, row_number() OVER (PARTITION BY sensor "
+                "ORDER BY time DESC) AS rn FROM s) WHERE rn = 1 ORDER BY sensor",
+                "SELECT sensor, value FROM s WHERE sensor = 's00042' ORDER BY time DESC "
+                "LIMIT 1"]:
+        requests, out = trace(warehouse, "sql", sql, "--format", "csv")
+        assert sorted(m for m, _ in requests) == ["GET", "LIST"], (sql, requests)
+        lines = out.strip().splitlines()
+        assert lines[1] == ("s00042,20042" if "LIMIT 1" in sql else "s00000,20000"), lines[:2]
+        if "LIMIT 1" not in sql:
+            assert len(lines) == SERIES + 1
+
 
 def test_stale_or_corrupt_head_gives_the_same_answers(warehouse, tmp_path):
     make_table(warehouse, tmp_path, appends=1)

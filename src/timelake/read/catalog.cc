@@ -10,6 +10,8 @@
 #include <utility>
 
 #include <arrow/c/bridge.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/api.h>
 #include <nlohmann/json.hpp>
 
 #include "timelake/format/bounds.h"
@@ -100,6 +102,25 @@ std::vector<ScanStats> ScanLog::Take() {
 
 namespace {
 
+// One batch as an Arrow IPC stream, hex-encoded (the plan_scan answer is
+// JSON text).
+arrow::Result<std::string> IpcHex(const arrow::RecordBatch& batch) {
+  TIMELAKE_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  TIMELAKE_ASSIGN_OR_RAISE(auto writer,
+                           arrow::ipc::MakeStreamWriter(sink, batch.schema()));
+  TIMELAKE_RETURN_NOT_OK(writer->WriteRecordBatch(batch));
+  TIMELAKE_RETURN_NOT_OK(writer->Close());
+  TIMELAKE_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.resize(static_cast<size_t>(buffer->size()) * 2);
+  for (int64_t i = 0; i < buffer->size(); ++i) {
+    out[2 * i] = kDigits[buffer->data()[i] >> 4];
+    out[2 * i + 1] = kDigits[buffer->data()[i] & 15];
+  }
+  return out;
+}
+
 // The answer to a "last_values" request: the current snapshot's last-value
 // index when it is the newest row per `partition_by` by `order_by` (the
 // table's series key and time column), otherwise no file.
@@ -125,11 +146,22 @@ arrow::Result<std::string> PlanLastValues(const internal::TableState& table,
   if (snapshot == nullptr) return none.dump();
   auto uri = internal::LviUri(*snapshot);
   if (!uri) return none.dump();
-  TIMELAKE_ASSIGN_OR_RAISE(auto key, table.lake->store->KeyOf(*uri));
-  auto bytes = internal::GetImmutable(*table.lake, key);
-  if (!bytes.ok()) return none.dump();  // the ordinary scan answers instead
-  return json{{"files", json::array({{{"path", key}, {"size", (*bytes)->size()}}})}}
-      .dump();
+  // The index rows themselves: from the head when it holds them, else from
+  // the index file (read through the object cache), so that DataFusion
+  // reads nothing more.
+  std::shared_ptr<arrow::RecordBatch> rows;
+  if (table.head_last_values != nullptr) {
+    auto aligned = AlignBatch(*table.head_last_values, *table.schema);
+    if (aligned.ok()) rows = *aligned;
+  }
+  if (rows == nullptr) {
+    auto index = internal::ReadLvi(*table.lake, *uri, *table.schema);
+    if (!index.ok()) return none.dump();  // the ordinary scan answers instead
+    rows = *index;
+  }
+  auto ipc = IpcHex(*rows);
+  if (!ipc.ok()) return none.dump();
+  return json{{"files", json::array()}, {"ipc", *ipc}}.dump();
 }
 
 }  // namespace
