@@ -160,7 +160,10 @@ struct MaintainReport {
       0;  // data, manifest and index files only expired snapshots used
   int64_t orphans_deleted = 0;  // the orphan sweep
   int64_t commits = 0;          // commits made
-  int64_t version = 0;          // table version afterwards
+  // Inline only: rewrites given up because another writer replaced their
+  // input files first (nothing of them is left behind).
+  int64_t conflicts = 0;
+  int64_t version = 0;  // table version afterwards
   std::chrono::microseconds duration{0};
 
   // Whether anything was changed.

@@ -906,7 +906,13 @@ arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(
       if (!partitions.count(cold.partition)) jobs.push_back(std::move(cold));
     }
     for (const auto& job : jobs) {
-      TIMELAKE_ASSIGN_OR_RAISE(table, RunRewrite(table, job, rules, options, report));
+      auto rewritten = RunRewrite(table, job, rules, options, report);
+      if (!rewritten.ok() && KindOf(rewritten.status()) == ErrorKind::kConflict) {
+        // Another writer compacted these files first: nothing to do here.
+        ++report->conflicts;
+        continue;
+      }
+      TIMELAKE_ASSIGN_OR_RAISE(table, std::move(rewritten));
     }
   }
   // Expiry waits for a batch, so that most appends make one commit only.
