@@ -1111,9 +1111,11 @@ int Main(int argc, char** argv) {
       "Create the table from the first file's schema if it does not exist; "
       "--time-column, --series-key, --chunk and --set apply only then");
   append.create.AddTo(append_cmd);
-  append_cmd->add_option("--batch-id", append.batch_id,
-                         "Idempotency id: commit k is tagged ID (k=1) or ID#k, and a tag "
-                         "already in the table commits nothing, so a re-run resumes");
+  append_cmd->add_option(
+      "--batch-id", append.batch_id,
+      "Idempotency id: an import of one commit is tagged ID, a longer one "
+      "ID#FIRST-END per commit (its input rows); a tag already in the table "
+      "commits nothing, so a re-run resumes");
   append_cmd->add_option("--input-format", append.input_format,
                          "parquet|csv|tsv|ndjson (default: from each file name)");
   append_cmd->add_option("--commit-rows", append.commit_rows, "Rows per commit")

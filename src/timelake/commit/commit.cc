@@ -99,11 +99,25 @@ arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
 }
 
 arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& table_key,
-                              int64_t number, const format::TableMetadata& metadata) {
+                              int64_t number, const format::TableMetadata& metadata,
+                              std::string_view base_key) {
   const std::string text = metadata.Serialize();
   const std::string key = VersionKey(table_key, number);
   auto st = store.Put(key, text, storage::PutMode::kCreate);
-  if (st.ok()) return true;
+  if (st.ok()) {
+    // Maintenance deletes the oldest versions (a prefix of them). A writer
+    // whose base is among those is stale: its put lands in the hole they
+    // left, not at the top. Its base is gone then; take the put back and
+    // report a lost race, so that it reloads the newest version.
+    if (!base_key.empty()) {
+      auto base = store.Head(base_key);
+      if (!base.ok() && KindOf(base.status()) == ErrorKind::kNotFound) {
+        TIMELAKE_RETURN_NOT_OK(store.Delete(key));
+        return false;
+      }
+    }
+    return true;
+  }
   if (KindOf(st) != ErrorKind::kAlreadyExists) return st;
   // A put retried after a lost response finds its own first attempt: the
   // object holds exactly our text then, and the commit is ours. (Every

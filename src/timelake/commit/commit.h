@@ -50,12 +50,16 @@ arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
                                         const std::string& table_name);
 
 // Writes `metadata` as version `number` with put-if-absent. Returns false
-// when another writer already created that version (the caller rebases);
+// when another writer already created that version (the caller rebases), or
+// when `base_key`, the version it builds on (if given), no longer exists
+// (maintenance deleted it as an old version: the caller's base is stale and
+// its put is taken back);
 // true also when the version already holds exactly this metadata (a retried
 // put whose first attempt landed). Errors are storage failures: the commit
 // may or may not have landed, so the caller must not delete its files.
 arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& table_key,
-                              int64_t number, const format::TableMetadata& metadata);
+                              int64_t number, const format::TableMetadata& metadata,
+                              std::string_view base_key = {});
 
 // Sleeps before commit attempt `attempt` + 1 after a lost race: a random
 // time up to 5 ms × 2^attempt (at most 1 s), so racing writers spread out.

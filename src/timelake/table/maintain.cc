@@ -300,7 +300,8 @@ arrow::Result<std::shared_ptr<const TableState>> CommitReplacement(
     next.LogPreviousMetadata(store.Uri(base->metadata_key), bm.last_updated_ms, 20);
     next.AddSnapshot(std::move(snap));
 
-    auto won = commit::TryCommit(store, base->table_key, base->version + 1, next);
+    auto won = commit::TryCommit(store, base->table_key, base->version + 1, next,
+                                 base->metadata_key);
     if (!won.ok()) {
       // It may have landed: keep every file it references.
       return WithContext(won.status(), context + ": committing version " +
@@ -415,13 +416,19 @@ std::vector<Rewrite> PlanTiered(const std::vector<read::LiveFile>& files,
   for (const auto& [partition, members] : ByPartition(files)) {
     if (!partitions.count(partition)) continue;
     std::map<int, std::vector<const read::LiveFile*>> tiers;
+    int64_t small_files = 0;
     for (const auto* f : members) {
       if (f->data_file.file_size_in_bytes < small) {
         tiers[Tier(f->data_file.file_size_in_bytes)].push_back(f);
+        ++small_files;
       }
     }
+    // The partition qualifies at min_files small files; then a tier is
+    // merged once it holds kTierFanIn files, which makes about one file of
+    // the next tier.
+    if (small_files < rules.min_files) continue;
     for (const auto& [tier, group] : tiers) {
-      if (static_cast<int64_t>(group.size()) < rules.min_files) continue;
+      if (group.size() < kTierFanIn) continue;
       Rewrite r;
       r.partition = partition;
       for (const auto* f : group) r.inputs.push_back(*f);
@@ -547,6 +554,11 @@ std::vector<int64_t> PlanExpiry(const format::TableMetadata& metadata,
 }
 
 // --- Steps ---
+
+namespace {
+// Table versions kept by the orphan sweep besides those in the metadata log.
+constexpr int64_t kKeepVersions = 100;
+}  // namespace
 
 arrow::Result<std::shared_ptr<const TableState>> RunRetention(
     std::shared_ptr<const TableState> table, const MaintainRules& rules,
@@ -791,7 +803,8 @@ arrow::Result<std::shared_ptr<const TableState>> RunExpiry(
                              table->metadata.last_updated_ms, 20);
     next.last_updated_ms = std::max(now_ms, table->metadata.last_updated_ms);
     const int64_t version = table->version + 1;
-    auto won = commit::TryCommit(store, table->table_key, version, next);
+    auto won =
+        commit::TryCommit(store, table->table_key, version, next, table->metadata_key);
     if (!won.ok()) {
       return WithContext(won.status(),
                          context + ": committing version " + std::to_string(version));
@@ -861,6 +874,17 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
   const int64_t cutoff = ToMillis(lake.clock->Now()) - age.count();
   const std::string metadata_prefix = commit::MetadataPrefix(table.table_key) + "/";
   int64_t deleted = 0;
+  std::vector<std::pair<int64_t, std::string>> old_versions;
+  std::unordered_set<std::string> logged;  // the metadata log's files
+  if (auto log = table.metadata.doc.find("metadata-log");
+      log != table.metadata.doc.end() && log->is_array()) {
+    for (const auto& e : *log) {
+      if (e.is_object() && e.contains("metadata-file") &&
+          e["metadata-file"].is_string()) {
+        logged.insert(e["metadata-file"].get<std::string>());
+      }
+    }
+  }
   for (const std::string folder : {"/data/", "/metadata/"}) {
     auto listing = store.List(table.table_key + folder, /*delimiter=*/false);
     if (!listing.ok()) return WithContext(listing.status(), context);
@@ -868,10 +892,15 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
       if (o.last_modified_ms > cutoff) continue;  // maybe a commit in flight
       if (o.key.rfind(metadata_prefix, 0) == 0) {
         const std::string name = o.key.substr(metadata_prefix.size());
-        // Versions, the hint and the head are not referenced by snapshots;
-        // they stay (old versions guard put-if-absent against stale writers).
-        if (commit::VersionOfFileName(name) || name == "version-hint.text" ||
-            name == "timelake-head") {
+        // The hint and the head stay. Of the versions, the newest
+        // kKeepVersions stay (and those in the metadata log): readers list
+        // them to find the newest, and a commit whose base version is gone
+        // takes itself back (commit::TryCommit).
+        if (name == "version-hint.text" || name == "timelake-head") continue;
+        if (auto v = commit::VersionOfFileName(name)) {
+          if (*v + kKeepVersions <= table.version && !logged.count(store.Uri(o.key))) {
+            old_versions.push_back({*v, o.key});
+          }
           continue;
         }
       }
@@ -881,6 +910,12 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
       }
       if (store.Delete(o.key).ok()) ++deleted;
     }
+  }
+  // Oldest first, so that what is left is always a run of the newest.
+  std::sort(old_versions.begin(), old_versions.end());
+  for (const auto& [v, key] : old_versions) {
+    if (!store.Delete(key).ok()) break;
+    ++deleted;
   }
   deleted +=
       SweepLocalStaging(store, table.table_key, ToMillis(lake.clock->Now()), cutoff);

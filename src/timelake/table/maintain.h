@@ -75,11 +75,13 @@ struct MaintainRules {
 arrow::Result<MaintainRules> RulesOf(const TableState& table);
 
 // The size tier of a file: n for sizes in [64 KiB x 4^n, 64 KiB x 4^(n+1)),
-// n < 0 below 64 KiB (-9 for an empty file). Merging compact-min-files files of one
-// tier makes a file of that tier or the next, so every row is rewritten a
-// few times per tier: with the default 2, about log2 of (final / appended
-// size) times; with 4, about half as often, for up to 3 files per tier.
+// n < 0 below 64 KiB (-9 for an empty file).
 int Tier(int64_t bytes);
+// Files of one tier merged at once: four files of a tier make about one of
+// the next, so a row is rewritten about once per tier it climbs (log4 of
+// final / appended size) and a partition holds at most 3 small files per
+// tier between appends.
+inline constexpr size_t kTierFanIn = 4;
 
 // The partition value of a live file (nullopt: unpartitioned).
 std::optional<int32_t> PartitionValueOf(const read::LiveFile& file);
@@ -102,8 +104,9 @@ struct Rewrite {
 inline constexpr int64_t kMergeBudgetBytes = 256LL << 20;
 inline constexpr size_t kMergeMaxFiles = 64;
 
-// Size-tiered compaction of `partitions`: in each, the small files (under
-// 3/4 of the target) of the lowest tier holding at least min_files of them.
+// Size-tiered compaction of `partitions`: in each that holds at least
+// min_files small files (under 3/4 of the target), the files of the lowest
+// tier holding kTierFanIn of them.
 std::vector<Rewrite> PlanTiered(const std::vector<read::LiveFile>& files,
                                 const MaintainRules& rules,
                                 const std::set<std::optional<int32_t>>& partitions);

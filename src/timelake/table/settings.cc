@@ -51,7 +51,7 @@ constexpr std::array kSettings = {
     Setting{"auto-maintain", Type::kBool, "true", kCTK, k030,
             "appends run bounded maintenance inline when thresholds are crossed"},
     Setting{"compact-min-files", Type::kInt, "2", kCTK, k030,
-            "small files of one size tier (64 KiB x 4^n) merged at once after an append"},
+            "small files in a partition before appends compact it (by size tier)"},
     Setting{"compact-cold-after", Type::kDuration, "1h", kCTK, k030,
             "compact a partition once newer data is this far past its end"},
     Setting{"retention", Type::kDuration, "", kCTK, k030,

@@ -211,7 +211,8 @@ arrow::Result<Table> Table::SetProperties(
                              base->metadata.last_updated_ms, 20);
     next.last_updated_ms = std::max(now_ms, base->metadata.last_updated_ms);
     const int64_t version = base->version + 1;
-    auto won = commit::TryCommit(store, state_->table_key, version, next);
+    auto won =
+        commit::TryCommit(store, state_->table_key, version, next, base->metadata_key);
     if (!won.ok()) {
       return WithContext(won.status(),
                          context + ": committing version " + std::to_string(version));
@@ -471,7 +472,8 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     next.LogPreviousMetadata(store.Uri(base->metadata_key), bm.last_updated_ms, 20);
     next.AddSnapshot(std::move(snap));
 
-    auto won = commit::TryCommit(store, state_->table_key, base->version + 1, next);
+    auto won = commit::TryCommit(store, state_->table_key, base->version + 1, next,
+                                 base->metadata_key);
     if (!won.ok()) {
       // The put may or may not have landed; the files stay so that a landed
       // commit is never left pointing at deleted data.
