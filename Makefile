@@ -14,6 +14,10 @@ JOBS ?= $(shell nproc)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export TIMELAKE_CARGO_TARGET_DIR ?= $(HOME)/.cache/timelake/cargo-target
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
+# Paths relative to the clone in ccache's keys: a clone elsewhere (CI) hits
+# the same cache.
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 
 DEMO_WAREHOUSE ?= build/demo-warehouse
 DEMO_ARGS ?=

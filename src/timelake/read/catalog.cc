@@ -148,7 +148,18 @@ arrow::Result<std::string> PlanLastValues(const internal::TableState& table,
   if (!uri) return none.dump();
   // The index rows themselves: from the head when it holds them, else from
   // the index file (read through the object cache), so that DataFusion
-  // reads nothing more.
+  // reads nothing more. Encoded once per index and lake.
+  auto& lake = *table.lake;
+  // (By index and schema: the rows are sent in the current table schema.)
+  const std::string key = table.lake->store->KeyOf(*uri).ValueOr(*uri) + "|schema " +
+                          std::to_string(table.metadata.current_schema_id);
+  {
+    std::lock_guard<std::mutex> lock(lake.indexes_mu);
+    auto it = lake.index_ipc.find(key);
+    if (it != lake.index_ipc.end()) {
+      return json{{"files", json::array()}, {"ipc", *it->second}}.dump();
+    }
+  }
   std::shared_ptr<arrow::RecordBatch> rows;
   if (table.head_last_values != nullptr) {
     auto aligned = AlignBatch(*table.head_last_values, *table.schema);
@@ -161,7 +172,11 @@ arrow::Result<std::string> PlanLastValues(const internal::TableState& table,
   }
   auto ipc = IpcHex(*rows);
   if (!ipc.ok()) return none.dump();
-  return json{{"files", json::array()}, {"ipc", *ipc}}.dump();
+  auto answer = json{{"files", json::array()}, {"ipc", *ipc}}.dump();
+  std::lock_guard<std::mutex> lock(lake.indexes_mu);
+  if (lake.index_ipc.size() >= internal::kDecodedIndexes) lake.index_ipc.clear();
+  lake.index_ipc[key] = std::make_shared<const std::string>(std::move(*ipc));
+  return answer;
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <arrow/api.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
-#include <arrow/util/byte_size.h>
 
 #include "timelake/commit/commit.h"
 #include "timelake/settings.h"
@@ -342,9 +341,12 @@ void WriteHeadAsync(std::shared_ptr<const TableState> state) {
         if (!index.ok()) return;  // without its index the head would mislead
         // Inlined while it fits in head-inline-bytes; a bigger index stays in
         // its own file (the head then plans scans, `latest` reads the file).
-        if (arrow::util::TotalBufferSize(**index) <= inline_limit) {
-          head.last_values = *index;
-        }
+        // The index file's size (compressed Parquet) is what must fit.
+        auto key = state->lake->store->KeyOf(*uri);
+        auto bytes = key.ok()
+                         ? internal::GetImmutable(*state->lake, *key)
+                         : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
+        if (bytes.ok() && (*bytes)->size() <= inline_limit) head.last_values = *index;
       }
     }
     auto bytes = EncodeHead(head);

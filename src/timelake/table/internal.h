@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <arrow/record_batch.h>
+
 #include "timelake/format/table_metadata.h"
 #include "timelake/storage/store.h"
 #include "timelake/table/contract.h"
@@ -67,11 +69,19 @@ class TableCache {
   std::unordered_map<std::string, Entry> entries_;
 };
 
+// Decoded last-value indexes a lake keeps (by key; all dropped when full).
+inline constexpr size_t kDecodedIndexes = 16;
+
 struct LakeState {
   std::shared_ptr<storage::Store> store;
   std::shared_ptr<Clock> clock;
   ObjectCache objects{4096, 256u << 20};
   TableCache tables;
+  std::mutex indexes_mu;
+  std::unordered_map<std::string, std::shared_ptr<arrow::RecordBatch>> indexes;
+  // The same indexes as the SQL last-value rewrite receives them (hex Arrow
+  // IPC, read/catalog.cc).
+  std::unordered_map<std::string, std::shared_ptr<const std::string>> index_ipc;
 };
 
 // Get of an immutable object through the lake's cache.

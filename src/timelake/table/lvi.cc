@@ -23,6 +23,15 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
     LakeState& lake, const std::string& uri, const arrow::Schema& table_schema) {
   const std::string context = "reading the last-value index " + uri;
   TIMELAKE_ASSIGN_OR_RAISE(auto key, lake.store->KeyOf(uri));
+  // Indexes are immutable: a decoded one is reused while the table schema
+  // is the same (warm `latest` then decodes nothing).
+  {
+    std::lock_guard<std::mutex> lock(lake.indexes_mu);
+    auto it = lake.indexes.find(key);
+    if (it != lake.indexes.end() && it->second->schema()->Equals(table_schema)) {
+      return it->second;
+    }
+  }
   auto bytes = GetImmutable(lake, key);
   if (!bytes.ok()) return WithContext(bytes.status(), context);
   auto corrupt = [&](const arrow::Status& st) {
@@ -37,6 +46,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
   if (!batch.ok()) return corrupt(batch.status());
   auto aligned = AlignBatch(**batch, table_schema);
   if (!aligned.ok()) return corrupt(aligned.status());
+  std::lock_guard<std::mutex> lock(lake.indexes_mu);
+  if (lake.indexes.size() >= kDecodedIndexes) lake.indexes.clear();
+  lake.indexes[key] = *aligned;
   return *aligned;
 }
 
