@@ -73,7 +73,7 @@ arrow::Result<std::shared_ptr<arrow::Table>> ReadParquet(const std::string& path
 }
 
 arrow::Status Ingest(const std::string& warehouse, const std::string& table_name,
-                     const std::vector<std::string>& files) {
+                     const std::vector<std::string>& files, bool no_maintain) {
   const auto start = Clock::now();
   TIMELAKE_ASSIGN_OR_RAISE(timelake::Lake lake, timelake::Lake::Open(warehouse));
   std::optional<timelake::Table> table;
@@ -97,7 +97,9 @@ arrow::Status Ingest(const std::string& warehouse, const std::string& table_name
     const auto append_start = Clock::now();
     arrow::TableBatchReader batches(*data);
     ARROW_ASSIGN_OR_RAISE(auto batch_list, batches.ToRecordBatches());
-    TIMELAKE_ASSIGN_OR_RAISE(auto appended, table->Append(batch_list));
+    timelake::AppendOptions append_options;
+    if (no_maintain) append_options.auto_maintain = false;
+    TIMELAKE_ASSIGN_OR_RAISE(auto appended, table->Append(batch_list, append_options));
     append_ms.push_back(MillisSince(append_start));
     table = std::move(appended.first);
     rows += appended.second.rows;
@@ -224,6 +226,9 @@ int main(int argc, char** argv) {
   auto* ingest = app.add_subcommand("ingest", "Create the table and append each file");
   ingest->add_option("-t,--table", table, "Table name");
   ingest->add_option("files", files, "Parquet files, one commit each")->required();
+  bool no_maintain = false;
+  ingest->add_flag("--no-maintain", no_maintain,
+                   "Appends without inline maintenance (default: the table's, on)");
 
   std::string queries_path;
   std::string only;
@@ -241,7 +246,7 @@ int main(int argc, char** argv) {
   arrow::Status status = arrow::compute::Initialize();
   if (status.ok()) {
     status = ingest->parsed()
-                 ? Ingest(warehouse, table, files)
+                 ? Ingest(warehouse, table, files, no_maintain)
                  : RunQueries(warehouse, queries_path, only, repeats, results_dir);
   }
   timelake::Flush();
