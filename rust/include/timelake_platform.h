@@ -194,6 +194,26 @@ TlCode tl_store_upload_finish(TlUpload* upload, char** out_etag, char** err);
 TlCode tl_store_upload_abort(TlUpload* upload, char** err);
 
 // ---------------------------------------------------------------------------
+// Parquet footers held in memory, per store: every session on the store plans
+// scans of a file from its cached metadata (page indexes included) instead of
+// reading the footer from storage. A footer "blob" is self-contained: the
+// file's column and offset index bytes, a FileMetaData whose index offsets
+// point into the blob, its u32 LE length and "PAR1" (the head object's
+// footers section, docs/format.md).
+
+// The blob of the data file at `path` of `file_size` bytes, given its last
+// `tail_len` bytes; the metadata is cached too. `out` is left empty (len 0)
+// when the tail does not reach back to the page indexes. TL_INVALID when the
+// tail does not parse as a Parquet footer.
+TlCode tl_footer_from_tail(TlStore* store, const char* path, const uint8_t* tail,
+                           size_t tail_len, uint64_t file_size, TlBytes* out, char** err);
+// Caches the metadata of a blob of the data file at `path` of `file_size`
+// bytes (nothing to do when the file's metadata is cached already).
+// TL_INVALID when the blob does not parse.
+TlCode tl_footer_remember(TlStore* store, const char* path, uint64_t file_size,
+                          const uint8_t* blob, size_t blob_len, char** err);
+
+// ---------------------------------------------------------------------------
 // SQL sessions on DataFusion.
 //
 // The catalog "timelake" is backed by C++: DataFusion asks C++ through these

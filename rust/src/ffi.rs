@@ -15,6 +15,7 @@ use bytes::Bytes;
 
 use crate::catalog::{Callbacks, TlCatalogCallbacks, TlSink};
 use crate::error::{panic_message, TlCode, TlError, TlResult};
+use crate::footers;
 use crate::session::Session;
 use crate::store::{Listing, Put, Store};
 
@@ -468,6 +469,81 @@ pub unsafe extern "C" fn tl_listing_free(listing: *mut TlListing) {
             n_prefixes: 0,
         };
     }));
+}
+
+// --- footers -----------------------------------------------------------------
+
+/// Copies `(data, len)` into `Bytes`.
+///
+/// # Safety
+/// `data` must point to `len` readable bytes, or be NULL with `len` 0.
+unsafe fn bytes_arg(data: *const u8, len: usize, name: &str) -> TlResult<Bytes> {
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    if data.is_null() {
+        return Err(TlError::invalid(format!("{name} is NULL")));
+    }
+    // SAFETY: per this function's contract.
+    Ok(Bytes::copy_from_slice(unsafe {
+        std::slice::from_raw_parts(data, len)
+    }))
+}
+
+/// # Safety
+/// Pointer arguments must be valid as described in the header.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_footer_from_tail(
+    store: *mut TlStore,
+    path: *const c_char,
+    tail: *const u8,
+    tail_len: usize,
+    file_size: u64,
+    out: *mut TlBytes,
+    err: *mut *mut c_char,
+) -> TlCode {
+    guard(err, || {
+        require(out, "out")?;
+        // SAFETY: valid handle, string and buffer (header).
+        let (store, path, tail) = unsafe {
+            (
+                handle(store, "store")?,
+                str_arg(path, "path")?,
+                bytes_arg(tail, tail_len, "tail")?,
+            )
+        };
+        let location = store.store.location(path)?;
+        let blob =
+            footers::blob_from_tail(store.store.footers().as_ref(), location, tail, file_size)?
+                .unwrap_or_default();
+        // SAFETY: `out` was checked above.
+        unsafe { write_out(out, "out", into_tl_bytes(Bytes::from(blob))) }
+    })
+}
+
+/// # Safety
+/// Pointer arguments must be valid as described in the header.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_footer_remember(
+    store: *mut TlStore,
+    path: *const c_char,
+    file_size: u64,
+    blob: *const u8,
+    blob_len: usize,
+    err: *mut *mut c_char,
+) -> TlCode {
+    guard(err, || {
+        // SAFETY: valid handle, string and buffer (header).
+        let (store, path, blob) = unsafe {
+            (
+                handle(store, "store")?,
+                str_arg(path, "path")?,
+                bytes_arg(blob, blob_len, "blob")?,
+            )
+        };
+        let location = store.store.location(path)?;
+        footers::decode_blob(store.store.footers().as_ref(), location, file_size, blob)
+    })
 }
 
 // --- streaming uploads -------------------------------------------------------

@@ -14,6 +14,7 @@ pub mod dedup;
 pub mod error;
 pub mod ffi;
 pub mod filters;
+pub mod footers;
 pub mod lastvalue;
 pub mod naming;
 pub mod provider;

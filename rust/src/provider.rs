@@ -262,8 +262,9 @@ impl TimelakeTable {
         let object_store_url = ObjectStoreUrl::parse(self.store.base_url().as_str())?;
         let runtime_env = state.runtime_env();
         let client = runtime_env.object_store(&object_store_url)?;
-        // Parquet footers are cached per session, like DataFusion's own
-        // Parquet tables do; data files are immutable in Iceberg.
+        // Parquet footers are cached per store, shared by the lake's
+        // sessions and filled from the head's inlined footers too
+        // (crate::footers); data files are immutable in Iceberg.
         let reader_factory = CachedParquetFileReaderFactory::new(
             client,
             runtime_env.cache_manager.get_file_metadata_cache(),

@@ -8,7 +8,9 @@ use arrow::array::{Array, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
+use datafusion::execution::cache::cache_manager::CacheManagerConfig;
 use datafusion::execution::context::SQLOptions;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -63,7 +65,16 @@ impl Session {
             config = config.with_target_partitions(target_partitions as usize);
         }
         config = config.with_option_extension(TimelakeOptions::new(Arc::clone(&callbacks))?);
-        let ctx = SessionContext::new_with_config(config);
+        // Footers are cached per store, not per session: a lake's sessions
+        // (and the footers its head carries, crate::footers) share them.
+        let runtime = RuntimeEnvBuilder::new()
+            .with_cache_manager(
+                CacheManagerConfig::default()
+                    .with_file_metadata_cache(Some(Arc::clone(store.footers()))),
+            )
+            .build_arc()
+            .map_err(|e| from_datafusion(&e, Phase::Planning))?;
+        let ctx = SessionContext::new_with_config_rt(config, runtime);
         ctx.register_udf(time_bucket());
         ctx.add_optimizer_rule(Arc::new(LastValueRewrite));
         // The same client for scans as for the C API: one connection pool,

@@ -9,6 +9,10 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use datafusion::execution::cache::cache_manager::{
+    FileMetadataCache, DEFAULT_METADATA_CACHE_LIMIT,
+};
+use datafusion::execution::cache::default_cache::DefaultCache;
 use futures::{StreamExt, TryStreamExt};
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -70,6 +74,9 @@ pub struct Store {
     base_url: Url,
     /// Option values that must never appear in a message.
     secrets: Vec<String>,
+    /// Parquet footers of data files (with page indexes), shared by every
+    /// session on this store: see [`crate::footers`].
+    footers: Arc<FileMetadataCache>,
 }
 
 impl Store {
@@ -151,6 +158,9 @@ impl Store {
             root_url,
             base_url,
             secrets,
+            footers: Arc::new(
+                DefaultCache::new(DEFAULT_METADATA_CACHE_LIMIT).with_name("TimelakeFooters"),
+            ),
         })
     }
 
@@ -160,6 +170,12 @@ impl Store {
 
     pub fn base_url(&self) -> &Url {
         &self.base_url
+    }
+
+    /// The footer cache every session on this store reads (DataFusion's
+    /// file metadata cache).
+    pub fn footers(&self) -> &Arc<FileMetadataCache> {
+        &self.footers
     }
 
     /// The (possibly tracing) client, shared with DataFusion.

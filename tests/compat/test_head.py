@@ -8,6 +8,8 @@ files. A stale or corrupt head never changes an answer.
 import datetime as dt
 import os
 import shutil
+import struct
+from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,6 +27,19 @@ def trace(warehouse, *args):
     lines = [line.split() for line in proc.stderr.splitlines()
              if line.startswith("timelake storage:")]
     return [(parts[2], parts[3]) for parts in lines], proc.stdout
+
+
+def footer_paths(warehouse, table):
+    """The data file paths whose footers the table's head inlines."""
+    raw = (warehouse / "default" / table / "metadata" / "timelake-head").read_bytes()
+    at = 5 + 8 + 1 + raw[13]
+    while at < len(raw):
+        length = struct.unpack_from("<Q", raw, at)[0]
+        section = pa.ipc.open_stream(raw[at + 8:at + 8 + length]).read_all()
+        at += 8 + length
+        if (section.schema.metadata or {}).get(b"timelake.section") == b"footers":
+            return section["path"].to_pylist()
+    return []
 
 
 def make_table(warehouse, tmp_path, name="s", appends=3):
@@ -109,6 +124,9 @@ def test_timelake07_reads_our_head_and_we_read_its(warehouse, tmp_path):
     pq.write_table(pa.table({"time": pa.array([T0, T0 + dt.timedelta(minutes=5)],
                                               pa.timestamp("us", tz="UTC")),
                              "sensor": ["x", "x"], "value": [1.0, 2.0]}), src)
+    # Our head inlines the footer of our file; 0.7 plans its filtered query
+    # with it (or reads the file's own) and gets the same answer.
+    assert footer_paths(warehouse, "ours")
     out = run_tl07(
         """
 import sys, json, timelake, pyarrow.parquet as pq
@@ -116,13 +134,23 @@ lake = timelake.Lake(sys.argv[1])
 data = pq.read_table(sys.argv[2])
 lake.create_table("theirs", data.schema, time_column="time", series_key=["sensor"]).append(data)
 print(json.dumps([lake.latest("ours").num_rows,
-                  lake.sql("SELECT count(*) AS n FROM ours").to_pylist()[0]["n"]]))
+                  lake.sql("SELECT count(*) AS n FROM ours").to_pylist()[0]["n"],
+                  lake.sql("SELECT sum(value) AS v FROM ours WHERE sensor = 's00042'")
+                      .to_pylist()[0]["v"]]))
 """, warehouse, src)
-    assert out.strip().splitlines()[-1] == f"[{SERIES}, {SERIES}]"
+    assert out.strip().splitlines()[-1] == f"[{SERIES}, {SERIES}, 42.0]"
     assert (warehouse / "default" / "theirs" / "metadata" / "timelake-head").exists()
     requests, out = trace(warehouse, "latest", "theirs", "--format", "csv")
     assert sorted(m for m, _ in requests) == ["GET", "LIST"], requests
     assert out.strip().splitlines()[1].startswith("2026-04-01 00:05:00,x,2")
+    # 0.7's head inlines its file's footer: a cold query of ours reads
+    # that file once, for its data only.
+    assert footer_paths(warehouse, "theirs")
+    requests, out = trace(warehouse, "sql", "SELECT sum(value) AS v FROM theirs "
+                          "WHERE time >= '2026-04-01T00:01:00Z'", "--format", "csv")
+    assert float(out.strip().splitlines()[1]) == 2.0
+    data = [key for _, key in requests if "/data/" in key]
+    assert len(data) == 1, requests
 
 
 def test_an_index_over_head_inline_bytes_stays_in_its_file(warehouse, tmp_path):
@@ -140,3 +168,29 @@ def test_an_index_over_head_inline_bytes_stays_in_its_file(warehouse, tmp_path):
     lines = out.strip().splitlines()
     assert len(lines) == SERIES + 1
     assert "2026-04-01 02:00:00,s00001,5" in out
+
+
+def test_the_head_carries_footers_so_a_cold_query_reads_data_only(warehouse, tmp_path):
+    make_table(warehouse, tmp_path)
+    files = sorted(p.name for p in (warehouse / "default" / "s" / "data").rglob("*.parquet"))
+    # Each append's process carries the footers of the head it read forward.
+    assert sorted(p.rsplit("/", 1)[1] for p in footer_paths(warehouse, "s")) == files
+    sql = ("SELECT count(*) AS n, sum(value) AS v FROM s WHERE sensor = 's00042' "
+           "AND time >= '2026-04-01T00:01:00Z'")
+    requests, out = trace(warehouse, "sql", sql, "--format", "csv")
+    n, v = out.strip().splitlines()[1].split(",")
+    assert (int(n), float(v)) == (2, 30084.0)
+    # No footer or page-index read: each file the query needs is read once,
+    # for the pages it needs.
+    reads = Counter(key for _, key in requests if "/data/" in key)
+    assert reads and set(reads.values()) == {1}, requests
+
+    # A head without footers (head-inline-bytes 0): the same answer, after
+    # reading each file's footer and page index from the file too.
+    run_cli("-w", warehouse, "alter", "s", "--set", "timelake.head-inline-bytes=0")
+    assert footer_paths(warehouse, "s") == []
+    requests, out_without = trace(warehouse, "sql", sql, "--format", "csv")
+    assert out_without == out
+    reads_without = Counter(key for _, key in requests if "/data/" in key)
+    assert reads_without.keys() == reads.keys()
+    assert min(reads_without.values()) >= 2, requests

@@ -179,6 +179,19 @@ arrow::Result<std::string> PlanLastValues(const internal::TableState& table,
   return answer;
 }
 
+// Hands the footers the lake holds of `files` to the engine's footer cache,
+// so that DataFusion reads none of them from storage. A blob that does not
+// parse is dropped; DataFusion then reads that footer from the file.
+void ProvideFooters(internal::LakeState& lake,
+                    const std::vector<const LiveFile*>& files) {
+  for (const LiveFile* f : files) {
+    auto blob = lake.footers.Get(f->key);
+    if (blob == nullptr) continue;
+    const auto size = static_cast<uint64_t>(f->data_file.file_size_in_bytes);
+    if (!lake.store->RememberFooter(f->key, size, *blob).ok()) lake.footers.Erase(f->key);
+  }
+}
+
 }  // namespace
 
 arrow::Result<std::string> PlanScan(const internal::TableState& table,
@@ -261,6 +274,7 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
                     {"sorted", sorted}});
     kept.push_back(&f->data_file);
   }
+  ProvideFooters(*table.lake, survivors);
   json answer = {{"files", list}};
   size_t merged = 0;
   if (dedup && kept.size() > 1) {
@@ -300,6 +314,9 @@ std::string PlanPinnedScan(const PinnedScan& pinned) {
          {"sorted", sort_order != 0 && f.data_file.sort_order_id == sort_order}});
     group.push_back(i);
   }
+  std::vector<const LiveFile*> files;
+  for (const auto& f : pinned.files) files.push_back(&f);
+  ProvideFooters(*table.lake, files);
   json answer = {{"files", list}};
   const auto& contract = table.contract;
   if (contract.time_column && !pinned.files.empty()) {

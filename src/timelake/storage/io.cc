@@ -136,6 +136,10 @@ StoreOutputStream::StoreOutputStream(const Store& store, std::string key,
 
 arrow::Result<std::shared_ptr<StoreOutputStream>> StoreOutputStream::Open(
     const Store& store, std::string key, OutputStreamOptions options) {
+  if (options.keep_tail < 0 || options.keep_tail > options.part_size) {
+    return Invalid("writing " + store.Uri(key) + ": tail of " + Str(options.keep_tail) +
+                   " bytes is not within the part size of " + Str(options.part_size));
+  }
   if (options.part_size < kMinPartSize) {
     return Invalid("writing " + store.Uri(key) + ": part size " + Str(options.part_size) +
                    " is under the minimum of " + Str(kMinPartSize) + " bytes");
@@ -171,7 +175,19 @@ arrow::Status StoreOutputStream::SendPart(const uint8_t* data, int64_t nbytes) {
     }
   }
   const int code = tl_store_upload_part(upload_, data, static_cast<size_t>(nbytes), &err);
+  if (code == TL_OK && options_.keep_tail > 0) {
+    const int64_t keep = std::min(nbytes, options_.keep_tail);
+    sent_tail_.assign(reinterpret_cast<const char*>(data) + (nbytes - keep),
+                      static_cast<size_t>(keep));
+  }
   return FromPlatform(code, err, "writing " + store_.Uri(key_));
+}
+
+std::string StoreOutputStream::Tail(int64_t max_bytes) const {
+  const auto want = static_cast<size_t>(std::max<int64_t>(0, max_bytes));
+  if (buffer_.size() >= want) return buffer_.substr(buffer_.size() - want);
+  const size_t from_sent = std::min(sent_tail_.size(), want - buffer_.size());
+  return sent_tail_.substr(sent_tail_.size() - from_sent) + buffer_;
 }
 
 arrow::Status StoreOutputStream::Write(const void* data, int64_t nbytes) {

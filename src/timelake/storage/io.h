@@ -90,6 +90,10 @@ struct OutputStreamOptions {
   // this much plus the parts in flight (tl_store_upload_part: 2). At least
   // 5 MiB, S3's minimum part size. Default: 8 MiB.
   int64_t part_size = int64_t{8} << 20;
+  // Bytes at the end of the object that Tail() can still return after they
+  // were sent (a Parquet writer's footer, for the head object). At most
+  // part_size. Default: none beyond what is buffered.
+  int64_t keep_tail = 0;
 };
 
 // A write-only stream that becomes one object, atomically: nothing is visible
@@ -122,6 +126,10 @@ class StoreOutputStream final : public arrow::io::OutputStream {
   bool closed() const override { return closed_; }
   // Bytes written so far (after Close(): the object's size).
   arrow::Result<int64_t> Tell() const override { return written_; }
+  // The last `max_bytes` bytes written (fewer if not kept), before Close():
+  // from what is buffered and the OutputStreamOptions::keep_tail bytes kept
+  // of the parts already sent.
+  std::string Tail(int64_t max_bytes) const;
   // Buffers `data`, sending each part as it fills. After an error the stream
   // is aborted and every call returns that error.
   arrow::Status Write(const void* data, int64_t nbytes) override;
@@ -140,7 +148,8 @@ class StoreOutputStream final : public arrow::io::OutputStream {
   const Store& store_;
   std::string key_;
   OutputStreamOptions options_;
-  std::string buffer_;  // at most part_size bytes
+  std::string buffer_;     // at most part_size bytes
+  std::string sent_tail_;  // the end of the last part sent, keep_tail bytes
   TlUpload* upload_ = nullptr;
   int64_t written_ = 0;
   bool closed_ = false;

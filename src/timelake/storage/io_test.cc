@@ -259,6 +259,31 @@ TEST_P(StoreIo, RejectsPartsUnderFiveMiB) {
   options.part_size = kMiB;
   ExpectError(StoreOutputStream::Open(*store_, "t/x.bin", options).status(),
               ErrorKind::kInvalid, "part size");
+  options.part_size = 5 * kMiB;
+  options.keep_tail = 6 * kMiB;
+  ExpectError(StoreOutputStream::Open(*store_, "t/x.bin", options).status(),
+              ErrorKind::kInvalid, "tail");
+}
+
+TEST_P(StoreIo, TailGivesTheLastBytesAcrossSentParts) {
+  const std::string data = Pattern(10 * kMiB + 100, 5);
+  OutputStreamOptions options;
+  options.part_size = 5 * kMiB;
+  options.keep_tail = kMiB;
+  TL_ASSERT_OK_AND_ASSIGN(auto out,
+                          StoreOutputStream::Open(*store_, "t/tail.bin", options));
+  // Exactly one part: sent, nothing buffered; the kept tail answers.
+  TL_ASSERT_OK(out->Write(data.data(), 5 * kMiB));
+  EXPECT_TRUE(out->Tail(1000) == data.substr(5 * kMiB - 1000, 1000));
+  EXPECT_TRUE(out->Tail(2 * kMiB) == data.substr(4 * kMiB, kMiB));  // only what is kept
+  // A second part and 100 bytes buffered: the tail spans both.
+  TL_ASSERT_OK(out->Write(data.data() + 5 * kMiB, 5 * kMiB + 100));
+  EXPECT_TRUE(out->Tail(kMiB) == data.substr(data.size() - kMiB));
+  EXPECT_TRUE(out->Tail(50) == data.substr(data.size() - 50));
+  EXPECT_EQ(out->Tail(0), "");
+  TL_ASSERT_OK(out->Close());
+  TL_ASSERT_OK_AND_ASSIGN(auto buffer, store_->Get("t/tail.bin"));
+  EXPECT_TRUE(AsString(buffer) == data) << "contents differ";
 }
 
 std::shared_ptr<arrow::Table> RandomTable(int64_t rows) {

@@ -163,6 +163,27 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> Store::GetRange(std::string_view k
   return std::make_shared<RustBuffer>(bytes);
 }
 
+arrow::Result<std::shared_ptr<arrow::Buffer>> Store::FooterFromTail(
+    std::string_view key, std::string_view tail, uint64_t file_size) const {
+  const std::string k(key);
+  TlBytes bytes{nullptr, 0};
+  char* err = nullptr;
+  const int code = tl_footer_from_tail(store_, k.c_str(),
+                                       reinterpret_cast<const uint8_t*>(tail.data()),
+                                       tail.size(), file_size, &bytes, &err);
+  TIMELAKE_RETURN_NOT_OK(FromPlatform(code, err, "reading the footer of " + Uri(key)));
+  return std::make_shared<RustBuffer>(bytes);
+}
+
+arrow::Status Store::RememberFooter(std::string_view key, uint64_t file_size,
+                                    const arrow::Buffer& blob) const {
+  const std::string k(key);
+  char* err = nullptr;
+  const int code = tl_footer_remember(store_, k.c_str(), file_size, blob.data(),
+                                      static_cast<size_t>(blob.size()), &err);
+  return FromPlatform(code, err, "reading the inlined footer of " + Uri(key));
+}
+
 arrow::Result<uint64_t> Store::Size(std::string_view key) const {
   TIMELAKE_ASSIGN_OR_RAISE(ObjectHead head, Head(key));
   return head.size;

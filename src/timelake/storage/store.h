@@ -87,6 +87,19 @@ class Store {
   arrow::Status Delete(std::string_view key) const;
   arrow::Result<Listing> List(std::string_view prefix, bool delimiter) const;
 
+  // Parquet footers held in memory for every session on this store (see
+  // tl_footer_from_tail in timelake_platform.h). The self-contained footer
+  // blob of the data file at `key` of `file_size` bytes, made from its last
+  // bytes `tail`, or an empty buffer when `tail` does not reach back to the
+  // page indexes; its metadata is cached. Errors: kInvalid (not a footer).
+  arrow::Result<std::shared_ptr<arrow::Buffer>> FooterFromTail(std::string_view key,
+                                                               std::string_view tail,
+                                                               uint64_t file_size) const;
+  // Caches the metadata of a footer blob of the file at `key`. Errors:
+  // kInvalid (a blob that does not parse).
+  arrow::Status RememberFooter(std::string_view key, uint64_t file_size,
+                               const arrow::Buffer& blob) const;
+
   TlStore* raw() const { return store_; }
 
  private:

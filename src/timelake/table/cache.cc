@@ -15,6 +15,15 @@ std::shared_ptr<arrow::Buffer> ObjectCache::Get(const std::string& key) {
   return it->second->second;
 }
 
+void ObjectCache::Erase(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return;
+  bytes_ -= static_cast<size_t>(it->second->second->size());
+  lru_.erase(it->second);
+  index_.erase(it);
+}
+
 void ObjectCache::Put(const std::string& key, std::shared_ptr<arrow::Buffer> value) {
   const size_t size = static_cast<size_t>(value->size());
   if (size > max_bytes_ / 4) return;  // one object may not take the cache

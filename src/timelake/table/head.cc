@@ -2,6 +2,7 @@
 
 #include "timelake/table/head.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -211,6 +212,23 @@ arrow::Status DecodeColumns(const arrow::RecordBatch& batch, Head* head) {
   return arrow::Status::OK();
 }
 
+// Footer blobs stay slices of the section's buffer.
+arrow::Status DecodeFooters(const arrow::RecordBatch& batch, Head* head) {
+  const auto* path = Col<arrow::StringArray>(batch, "path");
+  const auto* footer = Col<arrow::BinaryArray>(batch, "footer");
+  if (path == nullptr || footer == nullptr) {
+    return arrow::Status::Invalid("the footers section lacks path or footer");
+  }
+  for (int64_t i = 0; i < batch.num_rows(); ++i) {
+    if (path->IsNull(i) || footer->IsNull(i)) continue;
+    head->footers.emplace_back(
+        path->GetString(i),
+        arrow::SliceBuffer(footer->value_data(), footer->value_offset(i),
+                           footer->value_length(i)));
+  }
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 arrow::Result<std::string> EncodeHead(const Head& head) {
@@ -229,11 +247,16 @@ arrow::Result<std::string> EncodeHead(const Head& head) {
   sections.push_back(files);
   arrow::StringBuilder footer_path;
   arrow::BinaryBuilder footer;
+  for (const auto& [path, blob] : head.footers) {
+    TIMELAKE_RETURN_NOT_OK(footer_path.Append(path));
+    TIMELAKE_RETURN_NOT_OK(footer.Append(blob->data(), blob->size()));
+  }
   sections.push_back(arrow::RecordBatch::Make(
       arrow::schema({arrow::field("path", arrow::utf8(), false),
                      arrow::field("footer", arrow::binary(), false)},
                     Section("footers")),
-      0, {Finish(&footer_path), Finish(&footer)}));
+      static_cast<int64_t>(head.footers.size()),
+      {Finish(&footer_path), Finish(&footer)}));
   if (head.last_values != nullptr) {
     sections.push_back(head.last_values->ReplaceSchemaMetadata(Section("last_values")));
   }
@@ -301,6 +324,7 @@ arrow::Result<Head> DecodeHead(std::string_view bytes, const std::string& uri) {
     if (metadata && metadata->Contains(kSectionKey)) name = *metadata->Get(kSectionKey);
     arrow::Status st;
     if (name == "files") st = DecodeFiles(**batch, &head);
+    if (name == "footers") st = DecodeFooters(**batch, &head);
     if (!st.ok()) return corrupt(st.message());
     // Statistics refer to files by index; 0.7 writes them first.
     if (name == "columns") columns = *batch;
@@ -335,6 +359,7 @@ void WriteHeadAsync(std::shared_ptr<const TableState> state) {
     auto files = read::ListLiveFiles(*state);
     if (!files.ok()) return;
     head.files = std::move(*files);
+    int64_t budget = inline_limit;
     if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
       if (auto uri = LviUri(*snapshot)) {
         auto index = ReadLvi(*state->lake, *uri, *state->schema);
@@ -346,8 +371,24 @@ void WriteHeadAsync(std::shared_ptr<const TableState> state) {
         auto bytes = key.ok()
                          ? internal::GetImmutable(*state->lake, *key)
                          : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
-        if (bytes.ok() && (*bytes)->size() <= inline_limit) head.last_values = *index;
+        if (bytes.ok() && (*bytes)->size() <= inline_limit) {
+          head.last_values = *index;
+          budget -= (*bytes)->size();
+        }
       }
+    }
+    // Then the footers of the newest files (the ones queries of recent data
+    // read), as far as this lake holds them and they fit.
+    std::vector<const read::LiveFile*> newest;
+    for (const auto& f : head.files) newest.push_back(&f);
+    std::stable_sort(newest.begin(), newest.end(), [](const auto* a, const auto* b) {
+      return a->sequence_number.value_or(0) > b->sequence_number.value_or(0);
+    });
+    for (const auto* f : newest) {
+      auto blob = state->lake->footers.Get(f->key);
+      if (blob == nullptr || blob->size() > budget) continue;
+      budget -= blob->size();
+      head.footers.emplace_back(f->data_file.file_path, std::move(blob));
     }
     auto bytes = EncodeHead(head);
     if (!bytes.ok()) return;

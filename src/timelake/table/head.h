@@ -11,7 +11,7 @@
 //     layout       no columns, schema metadata {"layout": "1"}
 //     columns      per-file column statistics (file index, field id, bounds, counts)
 //     files        live data files (path, size, records, partition, …)
-//     footers      Parquet footers (path, footer); this writer inlines none
+//     footers      Parquet footers of the newest files (path, footer blob)
 //     last_values  the last-value index rows, when the snapshot has one
 //     metadata     the table metadata JSON
 // Sections other than "layout" carry {"timelake.section": name}; readers skip
@@ -39,6 +39,9 @@ struct Head {
   std::string metadata_json;
   std::vector<read::LiveFile> files;  // key left empty: callers resolve paths
   std::shared_ptr<arrow::RecordBatch> last_values;  // may be null
+  // Self-contained footer blobs (storage::Store::FooterFromTail) by data
+  // file URI.
+  std::vector<std::pair<std::string, std::shared_ptr<arrow::Buffer>>> footers;
 };
 
 // Encodes a head. Errors: kInvalid for data Arrow cannot encode.
@@ -50,8 +53,9 @@ arrow::Result<Head> DecodeHead(std::string_view bytes, const std::string& uri);
 
 // The head of `state`'s version, built from its live files and last-value
 // index and put to metadata/timelake-head, in the background (Flush() waits).
-// Best effort: a failure leaves the previous head, which readers then find
-// stale.
+// Within head-inline-bytes it inlines the index (while its file fits), then
+// the footers the lake holds of the newest files. Best effort: a failure
+// leaves the previous head, which readers then find stale.
 void WriteHeadAsync(std::shared_ptr<const TableState> state);
 
 }  // namespace timelake::internal

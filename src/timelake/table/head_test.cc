@@ -40,6 +40,9 @@ Head SampleHead() {
   EXPECT_TRUE(v.AppendValues({1, 2}).ok());
   head.last_values = arrow::RecordBatch::Make(
       arrow::schema({arrow::field("v", arrow::int64())}), 2, {v.Finish().ValueOrDie()});
+  head.footers.emplace_back(
+      head.files[1].data_file.file_path,
+      arrow::Buffer::FromString(std::string("idx\0meta\x05PAR1", 13)));
   return head;
 }
 
@@ -59,6 +62,10 @@ TEST(HeadTest, RoundTrips) {
   }
   ASSERT_NE(back.last_values, nullptr);
   EXPECT_TRUE(back.last_values->Equals(*head.last_values));
+  // Footer blobs come back byte for byte (the bytes are opaque here).
+  ASSERT_EQ(back.footers.size(), 1u);
+  EXPECT_EQ(back.footers[0].first, head.files[1].data_file.file_path);
+  EXPECT_EQ(back.footers[0].second->ToString(), head.footers[0].second->ToString());
 }
 
 TEST(HeadTest, BadBytesAreCorruptNamingTheObject) {

@@ -36,6 +36,7 @@ class ObjectCache {
       : max_entries_(max_entries), max_bytes_(max_bytes) {}
   std::shared_ptr<arrow::Buffer> Get(const std::string& key);
   void Put(const std::string& key, std::shared_ptr<arrow::Buffer> value);
+  void Erase(const std::string& key);
 
  private:
   using Entry = std::pair<std::string, std::shared_ptr<arrow::Buffer>>;
@@ -76,6 +77,9 @@ struct LakeState {
   std::shared_ptr<storage::Store> store;
   std::shared_ptr<Clock> clock;
   ObjectCache objects{4096, 256u << 20};
+  // Footer blobs of data files (by key) for the head object: those this
+  // lake wrote and those a head it read carried (write/data_writer.h).
+  ObjectCache footers{8192, 64u << 20};
   TableCache tables;
   std::mutex indexes_mu;
   std::unordered_map<std::string, std::shared_ptr<arrow::RecordBatch>> indexes;

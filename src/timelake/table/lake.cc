@@ -95,6 +95,12 @@ std::shared_ptr<const TableState> FromHead(
   auto made =
       MakeTableState(lake, name, version.number, version.key, std::move(*metadata));
   if (!made.ok()) return nullptr;
+  // Footers the head carries: for the scans of this lake (read/catalog.cc)
+  // and for the heads it writes next.
+  for (auto& [file_uri, blob] : head->footers) {
+    if (auto key = store.KeyOf(file_uri); key.ok())
+      lake->footers.Put(*key, std::move(blob));
+  }
   auto state = std::make_shared<TableState>(**made);
   state->head_files = std::move(files);
   state->head_last_values = std::move(head->last_values);

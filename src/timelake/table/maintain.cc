@@ -663,7 +663,10 @@ arrow::Result<std::shared_ptr<const TableState>> RunRewrite(
   change.added_sequence_number = seq;
   const size_t written_files = change.added.size();
   int64_t written_bytes = 0;
-  for (const auto& f : change.added) written_bytes += f.bytes;
+  for (const auto& f : change.added) {
+    written_bytes += f.bytes;
+    if (f.footer != nullptr) table->lake->footers.Put(f.key, f.footer);
+  }
   TIMELAKE_ASSIGN_OR_RAISE(table, CommitReplacement(table, change, options, context));
   ++report->partitions_compacted;
   report->files_rewritten += static_cast<int64_t>(rewrite.inputs.size());

@@ -60,6 +60,12 @@ arrow::Result<write::Layout> LayoutOf(const internal::TableState& t) {
   layout.compression_level = t.contract.compression_level;
   layout.row_group_rows = t.contract.row_group_rows;
   layout.data_page_rows = t.contract.data_page_rows;
+  // Footers for the head object (head.h), which inlines them within
+  // head-inline-bytes.
+  const settings::Resolver resolve(nullptr, nullptr, &t.metadata.properties);
+  if (resolve.Get("head-format").value_or("arrow") == "arrow") {
+    layout.footer_bytes = resolve.GetInt("head-inline-bytes").ValueOr(0);
+  }
   const auto& spec = t.metadata.DefaultSpec();
   if (spec.fields.empty()) return layout;
   const auto& field = spec.fields[0];
@@ -274,7 +280,10 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   if (written->files.empty()) return std::make_pair(Table(base), result);
 
   std::vector<std::string> written_keys;
-  for (const auto& f : written->files) written_keys.push_back(f.key);
+  for (const auto& f : written->files) {
+    written_keys.push_back(f.key);
+    if (f.footer != nullptr) state_->lake->footers.Put(f.key, f.footer);
+  }
 
   // One manifest with the new files; it does not depend on the base version
   // (sequence numbers are inherited from the manifest list), so it is written

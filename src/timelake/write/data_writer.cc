@@ -89,6 +89,27 @@ arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table) {
   return out;
 }
 
+// The stream of a data file: keeps what FooterOf() needs.
+arrow::Result<std::shared_ptr<storage::StoreOutputStream>> OpenSink(
+    const storage::Store& store, const std::string& key, const Layout& layout) {
+  storage::OutputStreamOptions options;
+  options.keep_tail = std::clamp<int64_t>(layout.footer_bytes, 0, options.part_size);
+  return storage::StoreOutputStream::Open(store, key, options);
+}
+
+// The footer blob of a file complete in storage, from the tail its stream
+// kept before Close(); null when none is wanted or the footer is larger. A
+// footer that does not parse is only a missed shortcut: readers then read
+// it from the file, which is complete and committed either way.
+std::shared_ptr<arrow::Buffer> FooterOf(const storage::Store& store,
+                                        const std::string& key, const std::string& tail,
+                                        int64_t file_size) {
+  if (tail.empty()) return nullptr;
+  auto blob = store.FooterFromTail(key, tail, static_cast<uint64_t>(file_size));
+  if (!blob.ok() || (*blob)->size() == 0) return nullptr;
+  return *blob;
+}
+
 arrow::Result<WrittenFile> WriteOneFile(
     const storage::Store& store, const std::string& key, const arrow::Table& table,
     const Layout& layout, const std::vector<parquet::SortingColumn>& sorting) {
@@ -122,7 +143,7 @@ arrow::Result<WrittenFile> WriteOneFile(
   // only on the stream's Close(). On any error the stream is aborted before
   // the Parquet writer goes away, so that the footer its destructor may write
   // is never committed: nothing is left at `key`.
-  TIMELAKE_ASSIGN_OR_RAISE(auto sink, storage::StoreOutputStream::Open(store, key));
+  TIMELAKE_ASSIGN_OR_RAISE(auto sink, OpenSink(store, key, layout));
   auto fail = [&sink](const arrow::Status& st) {
     (void)sink->Abort();
     return st;
@@ -147,8 +168,10 @@ arrow::Result<WrittenFile> WriteOneFile(
       }
     }
   }
+  const std::string tail = sink->Tail(layout.footer_bytes);
   if (auto st = sink->Close(); !st.ok()) return fail(st);
   TIMELAKE_ASSIGN_OR_RAISE(file.bytes, sink->Tell());
+  file.footer = FooterOf(store, key, tail, file.bytes);
   return file;
 }
 
@@ -467,8 +490,7 @@ arrow::Status SortedFileWriter::StartFile() {
       ->created_by("timelake-cpp 0.1.0")
       ->set_sorting_columns(sorting);
   auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-  TIMELAKE_ASSIGN_OR_RAISE(open->sink,
-                           storage::StoreOutputStream::Open(store_, open->file.key));
+  TIMELAKE_ASSIGN_OR_RAISE(open->sink, OpenSink(store_, open->file.key, layout_));
   auto writer = parquet::arrow::FileWriter::Open(
       schema, arrow::default_memory_pool(), open->sink, builder.build(), arrow_props);
   if (!writer.ok()) {
@@ -529,8 +551,10 @@ arrow::Status SortedFileWriter::FinishFile() {
       open->file.upper_bounds[*id] = std::move(*hi_bytes);
     }
   }
+  const std::string tail = open->sink->Tail(layout_.footer_bytes);
   if (auto st = open->sink->Close(); !st.ok()) return fail(st);
   TIMELAKE_ASSIGN_OR_RAISE(open->file.bytes, open->sink->Tell());
+  open->file.footer = FooterOf(store_, open->file.key, tail, open->file.bytes);
   done_.push_back(std::move(open->file));
   last_series_ = nullptr;
   return arrow::Status::OK();

@@ -38,6 +38,10 @@ struct Layout {
   int compression_level = 3;
   int64_t row_group_rows = 1 << 20;
   int64_t data_page_rows = 20000;
+  // Keep a self-contained footer blob of each file whose footer (with page
+  // indexes) fits this many bytes, for the head object (WrittenFile::footer).
+  // 0: none.
+  int64_t footer_bytes = 0;
 };
 
 struct WrittenFile {
@@ -47,6 +51,10 @@ struct WrittenFile {
   std::optional<int32_t> partition;  // transform value (days/hours/months since epoch)
   std::map<int32_t, int64_t> column_sizes, value_counts, null_value_counts;
   std::map<int32_t, std::string> lower_bounds, upper_bounds;
+  // The file's footer blob (storage::Store::FooterFromTail), when
+  // Layout::footer_bytes asked for one and it fit; its metadata is then in
+  // the store's footer cache too.
+  std::shared_ptr<arrow::Buffer> footer;
 };
 
 struct WriteOutput {
