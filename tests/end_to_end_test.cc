@@ -1,9 +1,12 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// The whole path on a local warehouse: create, append, commit, query through
-// DataFusion, and the errors that must leave storage unchanged.
+// The whole path on a local warehouse and on an S3 one (the private server of
+// s3_test_server.h): create, append, commit, query through DataFusion, and
+// the errors that must leave storage unchanged.
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <thread>
@@ -14,6 +17,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "timelake/storage/s3_test_server.h"
+#include "timelake/storage/store.h"
 #include "timelake/testing/matchers.h"
 #include "timelake/timelake.h"
 
@@ -21,61 +26,103 @@ namespace timelake {
 namespace {
 
 namespace fs = std::filesystem;
+using ::timelake::storage::testing::S3TestServer;
 
 constexpr int64_t kDayUs = 86400LL * 1000000;
 constexpr int64_t kT0 = 1767225600LL * 1000000;  // 2026-01-01T00:00:00Z
 
-class EndToEnd : public ::testing::Test {
+std::shared_ptr<arrow::Schema> Schema() {
+  return arrow::schema(
+      {arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+       arrow::field("device_id", arrow::int32()),
+       arrow::field("temp", arrow::float64())});
+}
+
+std::shared_ptr<arrow::RecordBatch> Batch(const std::vector<int64_t>& times,
+                                          const std::vector<int32_t>& devices,
+                                          const std::vector<double>& temps) {
+  arrow::TimestampBuilder t(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
+                            arrow::default_memory_pool());
+  arrow::Int32Builder d;
+  arrow::DoubleBuilder v;
+  EXPECT_TRUE(t.AppendValues(times).ok());
+  EXPECT_TRUE(d.AppendValues(devices).ok());
+  EXPECT_TRUE(v.AppendValues(temps).ok());
+  return arrow::RecordBatch::Make(Schema(), static_cast<int64_t>(times.size()),
+                                  {*t.Finish(), *d.Finish(), *v.Finish()});
+}
+
+TableOptions TsOptions() {
+  TableOptions o;
+  o.time_column = "time";
+  o.series_key = {"device_id"};
+  return o;
+}
+
+enum class Backend { kLocal, kS3 };
+
+// Each test on a fresh warehouse: a temporary directory, or a prefix of its
+// own in the S3 server's bucket.
+class EndToEnd : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(arrow::compute::Initialize().ok());
     std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("timelake-e2e-" + std::to_string(rd()));
-    fs::create_directories(dir_);
+    const std::string name =
+        "timelake-e2e-" + std::to_string(rd()) + std::to_string(rd());
+    switch (GetParam()) {
+      case Backend::kLocal:
+        dir_ = fs::temp_directory_path() / name;
+        fs::create_directories(dir_);
+        url_ = dir_.string();
+        break;
+      case Backend::kS3: {
+        TL_ASSERT_OK_AND_ASSIGN(auto server, S3TestServer::Get());
+        url_ = "s3://" + server.bucket + "/" + name;
+        options_ = server.StoreOptions();
+        break;
+      }
+    }
+    TL_ASSERT_OK_AND_ASSIGN(store_, storage::Store::Open(url_, options_));
   }
   void TearDown() override {
     Flush();
-    fs::remove_all(dir_);
+    if (store_ != nullptr && GetParam() == Backend::kS3) {
+      // Other tests share the bucket.
+      auto listing = store_->List("", /*delimiter=*/false);
+      EXPECT_TRUE(listing.ok()) << listing.status().ToString();
+      if (listing.ok()) {
+        for (const auto& o : listing->objects) EXPECT_TRUE(store_->Delete(o.key).ok());
+      }
+    }
+    if (!dir_.empty()) fs::remove_all(dir_);
   }
 
-  static std::shared_ptr<arrow::Schema> Schema() {
-    return arrow::schema(
-        {arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
-         arrow::field("device_id", arrow::int32()),
-         arrow::field("temp", arrow::float64())});
-  }
+  arrow::Result<Lake> OpenLake() const { return Lake::Open(url_, options_); }
 
-  static std::shared_ptr<arrow::RecordBatch> Batch(const std::vector<int64_t>& times,
-                                                   const std::vector<int32_t>& devices,
-                                                   const std::vector<double>& temps) {
-    arrow::TimestampBuilder t(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
-                              arrow::default_memory_pool());
-    arrow::Int32Builder d;
-    arrow::DoubleBuilder v;
-    EXPECT_TRUE(t.AppendValues(times).ok());
-    EXPECT_TRUE(d.AppendValues(devices).ok());
-    EXPECT_TRUE(v.AppendValues(temps).ok());
-    return arrow::RecordBatch::Make(Schema(), static_cast<int64_t>(times.size()),
-                                    {*t.Finish(), *d.Finish(), *v.Finish()});
-  }
-
-  // Every file below the warehouse, relative.
+  // Every object below the warehouse, relative. On a local warehouse, every
+  // file, including the store's hidden staging files ("name#N") that a
+  // listing skips; on S3, the listing of the test's prefix.
   std::set<std::string> Files() const {
     std::set<std::string> out;
-    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
-      if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir_).string());
+    if (GetParam() == Backend::kLocal) {
+      for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+        if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir_).string());
+      }
+      return out;
+    }
+    auto listing = store_->List("", /*delimiter=*/false);
+    EXPECT_TRUE(listing.ok()) << listing.status().ToString();
+    if (listing.ok()) {
+      for (const auto& o : listing->objects) out.insert(o.key);
     }
     return out;
   }
 
-  TableOptions TsOptions() const {
-    TableOptions o;
-    o.time_column = "time";
-    o.series_key = {"device_id"};
-    return o;
-  }
-
-  fs::path dir_;
+  std::string url_;
+  std::map<std::string, std::string> options_;
+  fs::path dir_;                           // local only
+  std::shared_ptr<storage::Store> store_;  // on url_, for Files() and clean-up
 };
 
 int64_t ScalarInt(const std::shared_ptr<arrow::Table>& t, int col, int64_t row = 0) {
@@ -92,8 +139,8 @@ double ScalarDouble(const std::shared_ptr<arrow::Table>& t, int col, int64_t row
   return std::static_pointer_cast<arrow::DoubleScalar>(*s)->value;
 }
 
-TEST_F(EndToEnd, CreateAppendQuery) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, CreateAppendQuery) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto table,
                           lake.CreateTable("iot.readings", *Schema(), TsOptions()));
   EXPECT_EQ(table.version(), 1);
@@ -116,7 +163,7 @@ TEST_F(EndToEnd, CreateAppendQuery) {
   ASSERT_TRUE(t2.current_snapshot_id().has_value());
   EXPECT_EQ(t2.Info().rows, 4);
 
-  // A real Iceberg layout on disk.
+  // A real Iceberg layout in storage.
   auto files = Files();
   EXPECT_TRUE(files.count("iot/readings/metadata/v1.metadata.json"));
   EXPECT_TRUE(files.count("iot/readings/metadata/v2.metadata.json"));
@@ -156,8 +203,8 @@ TEST_F(EndToEnd, CreateAppendQuery) {
   EXPECT_EQ(tables->num_rows(), 1);
 }
 
-TEST_F(EndToEnd, FilesAreSortedBySeriesThenTime) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, FilesAreSortedBySeriesThenTime) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("cpu", *Schema(), TsOptions()));
   std::vector<int64_t> times;
   std::vector<int32_t> devices;
@@ -184,8 +231,8 @@ TEST_F(EndToEnd, FilesAreSortedBySeriesThenTime) {
   }
 }
 
-TEST_F(EndToEnd, DedupKeepsLaterInputRowOnEqualKeys) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, DedupKeepsLaterInputRowOnEqualKeys) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("d", *Schema(), TsOptions()));
   TL_ASSERT_OK_AND_ASSIGN(auto appended,
                           table.Append({Batch({kT0, kT0, kT0, kT0 + 1}, {1, 1, 2, 1},
@@ -199,8 +246,8 @@ TEST_F(EndToEnd, DedupKeepsLaterInputRowOnEqualKeys) {
   EXPECT_DOUBLE_EQ(ScalarDouble(rows, 0, 0), 2.0);  // the later input row wins
 }
 
-TEST_F(EndToEnd, LatestGivesNewestRowPerSeries) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, LatestGivesNewestRowPerSeries) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("l", *Schema(), TsOptions()));
   TL_ASSERT_OK_AND_ASSIGN(
       auto a, table.Append({Batch({kT0, kT0 + 9, kT0 + 3}, {1, 1, 2}, {1, 2, 3})}));
@@ -214,8 +261,8 @@ TEST_F(EndToEnd, LatestGivesNewestRowPerSeries) {
   EXPECT_DOUBLE_EQ(ScalarDouble(latest, 2, 1), 3.0);
 }
 
-TEST_F(EndToEnd, RepeatedBatchIdCommitsNothing) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, RepeatedBatchIdCommitsNothing) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("b", *Schema(), TsOptions()));
   AppendOptions opts;
   opts.batch_id = "load-42";
@@ -231,8 +278,8 @@ TEST_F(EndToEnd, RepeatedBatchIdCommitsNothing) {
   EXPECT_EQ(Files(), before);
 }
 
-TEST_F(EndToEnd, BadInputChangesNothing) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, BadInputChangesNothing) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("bad", *Schema(), TsOptions()));
   Flush();
   const auto before = Files();
@@ -288,8 +335,8 @@ TEST_F(EndToEnd, BadInputChangesNothing) {
   EXPECT_EQ(reloaded.version(), 1);
 }
 
-TEST_F(EndToEnd, CreateErrors) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, CreateErrors) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK(lake.CreateTable("x", *Schema(), TsOptions()).status());
   auto again = lake.CreateTable("x", *Schema(), TsOptions());
   EXPECT_EQ(KindOf(again.status()), ErrorKind::kAlreadyExists);
@@ -307,8 +354,8 @@ TEST_F(EndToEnd, CreateErrors) {
   EXPECT_EQ(KindOf(lake.LoadTable("nope").status()), ErrorKind::kNotFound);
 }
 
-TEST_F(EndToEnd, ListAndDrop) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, ListAndDrop) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK(lake.CreateTable("a.one", *Schema(), TsOptions()).status());
   TL_ASSERT_OK(lake.CreateTable("b.two", *Schema(), {}).status());
   TL_ASSERT_OK_AND_ASSIGN(auto tables, lake.ListTables());
@@ -321,7 +368,8 @@ TEST_F(EndToEnd, ListAndDrop) {
   EXPECT_EQ(KindOf(lake.DropTable("a.one")), ErrorKind::kNotFound);
 }
 
-TEST_F(EndToEnd, MemoryWarehouse) {
+// Memory only: not a test of the backends.
+TEST(EndToEndMemory, MemoryWarehouse) {
   TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open("memory://"));
   EXPECT_EQ(lake.url(), "memory://");
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("m", *Schema(), TsOptions()));
@@ -330,10 +378,11 @@ TEST_F(EndToEnd, MemoryWarehouse) {
   Session session(lake);
   TL_ASSERT_OK_AND_ASSIGN(auto rows, session.Sql("SELECT count(*) FROM m"));
   EXPECT_EQ(ScalarInt(rows, 0), 2);
+  Flush();  // background writes end with the test, as in EndToEnd's TearDown
 }
 
-TEST_F(EndToEnd, BadSqlIsAnInvalidErrorNamingTheProblem) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, BadSqlIsAnInvalidErrorNamingTheProblem) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   Session session(lake);
   auto r = session.Sql("SELEC 1");
   ASSERT_FALSE(r.ok());
@@ -344,8 +393,8 @@ TEST_F(EndToEnd, BadSqlIsAnInvalidErrorNamingTheProblem) {
       << missing.status().message();
 }
 
-TEST_F(EndToEnd, ConcurrentAppendersLoseNoRows) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, ConcurrentAppendersLoseNoRows) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK(lake.CreateTable("c", *Schema(), TsOptions()).status());
   constexpr int kThreads = 4, kAppends = 5;
   std::vector<std::thread> threads;
@@ -383,8 +432,8 @@ TEST_F(EndToEnd, ConcurrentAppendersLoseNoRows) {
   EXPECT_EQ(table.version(), 1 + kThreads * kAppends);
 }
 
-TEST_F(EndToEnd, SetPropertiesIsAMetadataOnlyCommitThatRebases) {
-  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, SetPropertiesIsAMetadataOnlyCommitThatRebases) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("p", *Schema(), TsOptions()));
   TL_ASSERT_OK_AND_ASSIGN(auto appended, table.Append({Batch({kT0}, {1}, {1.0})}));
   const auto snapshot = appended.first.current_snapshot_id();
@@ -423,9 +472,9 @@ TEST_F(EndToEnd, SetPropertiesIsAMetadataOnlyCommitThatRebases) {
   EXPECT_EQ(ScalarInt(rows, 0), 1);
 }
 
-TEST_F(EndToEnd, QueriesSeeOwnCommitsAtOnceAndOthersAfterTheCheckInterval) {
-  TL_ASSERT_OK_AND_ASSIGN(auto mine, Lake::Open(dir_.string()));
-  TL_ASSERT_OK_AND_ASSIGN(auto other, Lake::Open(dir_.string()));
+TEST_P(EndToEnd, QueriesSeeOwnCommitsAtOnceAndOthersAfterTheCheckInterval) {
+  TL_ASSERT_OK_AND_ASSIGN(auto mine, OpenLake());
+  TL_ASSERT_OK_AND_ASSIGN(auto other, OpenLake());
   TableOptions opts = TsOptions();
   opts.properties["timelake.version-check-interval"] = "1h";
   opts.properties["timelake.auto-maintain"] = "false";  // versions counted below
@@ -463,6 +512,12 @@ TEST_F(EndToEnd, QueriesSeeOwnCommitsAtOnceAndOthersAfterTheCheckInterval) {
   TL_ASSERT_OK(again.Append({Batch({kT0 + 3}, {1}, {4.0})}).status());
   EXPECT_EQ(count(), 4);  // interval 0: every query checks for a newer version
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, EndToEnd,
+                         ::testing::Values(Backend::kLocal, Backend::kS3),
+                         [](const ::testing::TestParamInfo<Backend>& param_info) {
+                           return param_info.param == Backend::kLocal ? "Local" : "S3";
+                         });
 
 }  // namespace
 }  // namespace timelake

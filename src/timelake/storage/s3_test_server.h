@@ -174,7 +174,8 @@ class S3TestServer {
       if (ready < 0 && errno == EINTR) continue;
       timed_out = ready == 0;
       char buf[4096];
-      const ssize_t n = ready > 0 ? read(out[0], buf, sizeof(buf)) : 0;
+      // ::read: the POSIX call, not the namespace timelake::read.
+      const ssize_t n = ready > 0 ? ::read(out[0], buf, sizeof(buf)) : 0;
       if (n <= 0) break;
       line.append(buf, static_cast<size_t>(n));
     }

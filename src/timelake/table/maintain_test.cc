@@ -4,17 +4,22 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
+#include <string>
 
 #include <arrow/api.h>
 #include <arrow/compute/initialize.h>
-#include <arrow/io/file.h>
+#include <arrow/io/memory.h>
 #include <gtest/gtest.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/file_reader.h>
 
 #include "timelake/read/catalog.h"
+#include "timelake/storage/s3_test_server.h"
+#include "timelake/storage/store.h"
 #include "timelake/table/lvi.h"
 #include "timelake/testing/matchers.h"
 #include "timelake/timelake.h"
@@ -24,6 +29,7 @@ namespace timelake::internal {
 namespace {
 
 namespace fs = std::filesystem;
+using ::timelake::storage::testing::S3TestServer;
 
 constexpr int64_t kHourUs = 3600LL * 1000000;
 constexpr int64_t kDayUs = 24 * kHourUs;
@@ -93,14 +99,33 @@ TEST(MaintainRules, ExpiryKeepsMinSnapshotsAndRespectsMaxAndRetention) {
   EXPECT_TRUE(PlanExpiry(m, rules, now).empty());
 }
 
-class Maintenance : public ::testing::Test {
+enum class Backend { kLocal, kS3 };
+
+// Each test on a fresh warehouse (a temporary directory, or a prefix of its
+// own in the S3 server's bucket) whose lake reads a FakeClock.
+class Maintenance : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(arrow::compute::Initialize().ok());
     std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("timelake-maintain-" + std::to_string(rd()));
-    fs::create_directories(dir_);
-    auto lake = Lake::Open(dir_.string());
+    const std::string name =
+        "timelake-maintain-" + std::to_string(rd()) + std::to_string(rd());
+    std::string url;
+    std::map<std::string, std::string> options;
+    switch (GetParam()) {
+      case Backend::kLocal:
+        dir_ = fs::temp_directory_path() / name;
+        fs::create_directories(dir_);
+        url = dir_.string();
+        break;
+      case Backend::kS3: {
+        TL_ASSERT_OK_AND_ASSIGN(auto server, S3TestServer::Get());
+        url = "s3://" + server.bucket + "/" + name;
+        options = server.StoreOptions();
+        break;
+      }
+    }
+    auto lake = Lake::Open(url, options);
     ASSERT_TRUE(lake.ok()) << lake.status().ToString();
     lake_ = std::make_unique<Lake>(*lake);
     clock_ = std::make_shared<FakeClock>(TimePoint(std::chrono::microseconds(kT0)));
@@ -108,8 +133,45 @@ class Maintenance : public ::testing::Test {
   }
   void TearDown() override {
     Flush();
+    if (lake_ != nullptr && GetParam() == Backend::kS3) {
+      // Other tests share the bucket.
+      auto listing = store().List("", /*delimiter=*/false);
+      EXPECT_TRUE(listing.ok()) << listing.status().ToString();
+      if (listing.ok()) {
+        for (const auto& o : listing->objects) EXPECT_TRUE(store().Delete(o.key).ok());
+      }
+    }
     lake_.reset();
-    fs::remove_all(dir_);
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  const storage::Store& store() const { return *LakeAccess::State(*lake_)->store; }
+
+  // The keys of every object under the folder `prefix` ("" for the whole
+  // warehouse). On a local warehouse, every file, including the store's
+  // hidden staging files ("name#N") that a listing skips; on S3, the listing.
+  std::set<std::string> Keys(const std::string& prefix) const {
+    std::set<std::string> out;
+    if (GetParam() == Backend::kLocal) {
+      for (const auto& e : fs::recursive_directory_iterator(dir_ / prefix)) {
+        if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir_).string());
+      }
+      return out;
+    }
+    auto listing = store().List(prefix, /*delimiter=*/false);
+    EXPECT_TRUE(listing.ok()) << listing.status().ToString();
+    if (listing.ok()) {
+      for (const auto& o : listing->objects) out.insert(o.key);
+    }
+    return out;
+  }
+
+  // Whether the object `key` exists (a HEAD request).
+  bool Exists(const std::string& key) const {
+    auto head = store().Head(key);
+    if (head.ok()) return true;
+    EXPECT_EQ(KindOf(head.status()), ErrorKind::kNotFound) << head.status().ToString();
+    return false;
   }
 
   static std::shared_ptr<arrow::Schema> Schema() {
@@ -194,10 +256,8 @@ class Maintenance : public ::testing::Test {
       }
     }
     std::set<std::string> out;
-    for (const auto& e : fs::recursive_directory_iterator(dir_ / "default" / "m")) {
-      if (!e.is_regular_file()) continue;
-      const std::string key = fs::relative(e.path(), dir_).string();
-      const std::string name = e.path().filename().string();
+    for (const std::string& key : Keys("default/m")) {
+      const std::string name = key.substr(key.rfind('/') + 1);
       if (name.ends_with(".metadata.json") || name == "version-hint.text" ||
           name == "timelake-head") {
         continue;
@@ -207,12 +267,12 @@ class Maintenance : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
+  fs::path dir_;  // local only
   std::unique_ptr<Lake> lake_;
   std::shared_ptr<FakeClock> clock_;
 };
 
-TEST_F(Maintenance, BigPartitionsAreMergedInGroupsWithinTheMergeBudget) {
+TEST_P(Maintenance, BigPartitionsAreMergedInGroupsWithinTheMergeBudget) {
   Table table = Create();
   auto state = *LoadTableState(LakeAccess::State(*lake_), table.name());
   const auto rules = *RulesOf(*state);
@@ -241,7 +301,7 @@ TEST_F(Maintenance, BigPartitionsAreMergedInGroupsWithinTheMergeBudget) {
   EXPECT_FALSE(jobs[0].partial);
 }
 
-TEST_F(Maintenance, ManySmallAppendsKeepTheFileCountBounded) {
+TEST_P(Maintenance, ManySmallAppendsKeepTheFileCountBounded) {
   Table table = Create();
   clock_->Set(TimePoint(std::chrono::microseconds(kT0 + 12 * kHourUs)));
   constexpr int kAppends = 500;
@@ -284,7 +344,7 @@ TEST_F(Maintenance, ManySmallAppendsKeepTheFileCountBounded) {
             100LL * (10LL * kAppends * (kAppends - 1) / 2 + kAppends * 45LL));
 }
 
-TEST_F(Maintenance, MaintainLeavesSortedDuplicateFreeFilesAndNoUnreferencedFile) {
+TEST_P(Maintenance, MaintainLeavesSortedDuplicateFreeFilesAndNoUnreferencedFile) {
   Table table = Create(
       {{"timelake.snapshot-retention", "1h"}, {"timelake.auto-maintain", "false"}});
   // Two days, each appended in 6 commits; every key of day 1 is appended
@@ -336,9 +396,10 @@ TEST_F(Maintenance, MaintainLeavesSortedDuplicateFreeFilesAndNoUnreferencedFile)
   const auto live = Live(table);
   ASSERT_EQ(live.size(), 2u);
   for (const auto& f : live) {
-    auto reader =
-        parquet::arrow::OpenFile(*arrow::io::ReadableFile::Open((dir_ / f.key).string()),
-                                 arrow::default_memory_pool());
+    auto bytes = store().Get(f.key);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    auto reader = parquet::arrow::OpenFile(
+        std::make_shared<arrow::io::BufferReader>(*bytes), arrow::default_memory_pool());
     ASSERT_TRUE(reader.ok());
     auto rows = (*reader)->ReadTable();
     ASSERT_TRUE(rows.ok());
@@ -363,13 +424,10 @@ TEST_F(Maintenance, MaintainLeavesSortedDuplicateFreeFilesAndNoUnreferencedFile)
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->second.snapshots_expired, 1);
   EXPECT_EQ(Unreferenced(table), std::set<std::string>{});
-  size_t data_files = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir_ / "default" / "m" / "data"))
-    data_files += e.is_regular_file();
-  EXPECT_EQ(data_files, 2u);
+  EXPECT_EQ(Keys("default/m/data").size(), 2u);
 }
 
-TEST_F(Maintenance, RetentionDropsOldPartitionsByTheFakeClock) {
+TEST_P(Maintenance, RetentionDropsOldPartitionsByTheFakeClock) {
   Table table =
       Create({{"timelake.retention", "2d"}, {"timelake.auto-maintain", "false"}});
   // Days 0..4; dev0 only on day 0.
@@ -403,7 +461,7 @@ TEST_F(Maintenance, RetentionDropsOldPartitionsByTheFakeClock) {
   EXPECT_EQ(Count("SELECT count(*) FROM m"), 2 * 2);
 }
 
-TEST_F(Maintenance, AColdPartitionIsCompactedInlineOnceNewerDataIsPastIt) {
+TEST_P(Maintenance, AColdPartitionIsCompactedInlineOnceNewerDataIsPastIt) {
   Table table = Create({{"timelake.compact-min-files", "100"}});  // no tiered merges
   for (int a = 0; a < 4; ++a) {
     auto appended = table.Append({Rows({kT0 + a * kHourUs}, 3, a)});
@@ -423,7 +481,7 @@ TEST_F(Maintenance, AColdPartitionIsCompactedInlineOnceNewerDataIsPastIt) {
   EXPECT_EQ(Count("SELECT count(*) FROM m"), 6 * 3);
 }
 
-TEST_F(Maintenance, OldVersionsGoAndAStaleWriterStillCommitsOnTop) {
+TEST_P(Maintenance, OldVersionsGoAndAStaleWriterStillCommitsOnTop) {
   Table table = Create({{"timelake.auto-maintain", "false"}});
   const Table stale = table;  // version 1
   for (int a = 0; a < 110; ++a) {
@@ -441,9 +499,9 @@ TEST_F(Maintenance, OldVersionsGoAndAStaleWriterStillCommitsOnTop) {
   auto maintained = table.Maintain(options);
   ASSERT_TRUE(maintained.ok()) << maintained.status().ToString();
   EXPECT_EQ(maintained->second.orphans_deleted, 11);  // v1..v11; the newest 100 stay
-  const fs::path metadata = dir_ / "default" / "m" / "metadata";
-  EXPECT_FALSE(fs::exists(metadata / "v11.metadata.json"));
-  EXPECT_TRUE(fs::exists(metadata / "v12.metadata.json"));
+  const std::string metadata = "default/m/metadata/";
+  EXPECT_FALSE(Exists(metadata + "v11.metadata.json"));
+  EXPECT_TRUE(Exists(metadata + "v12.metadata.json"));
   // A handle of version 1 appends: its put of v2 lands in the hole, is
   // taken back, and the append rebases onto v111.
   auto appended = stale.Append({Rows({kT0 + 500 * 1000000LL}, 1, 7)});
@@ -451,11 +509,11 @@ TEST_F(Maintenance, OldVersionsGoAndAStaleWriterStillCommitsOnTop) {
   EXPECT_EQ(appended->first.version(), 112);
   EXPECT_GE(appended->second.commit.attempts, 2);
   Flush();
-  EXPECT_FALSE(fs::exists(metadata / "v2.metadata.json"));
+  EXPECT_FALSE(Exists(metadata + "v2.metadata.json"));
   EXPECT_EQ(Count("SELECT count(*) FROM m"), 111);
 }
 
-TEST_F(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
+TEST_P(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
   Table table = Create({{"timelake.auto-maintain", "false"}});
   for (int a = 0; a < 3; ++a) {
     auto appended = table.Append({Rows({kT0 + a * kHourUs}, 3, a)});
@@ -479,19 +537,20 @@ TEST_F(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
 
   // Planned on the same old version again: its inputs are gone now.
   Flush();
-  std::set<std::string> files_before;
-  for (const auto& e : fs::recursive_directory_iterator(dir_))
-    if (e.is_regular_file()) files_before.insert(e.path().string());
+  const std::set<std::string> files_before = Keys("");
   auto again = RunRewrite(planned_on, jobs[0], rules, {}, &report);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(KindOf(again.status()), ErrorKind::kConflict) << again.status().ToString();
   Flush();
-  std::set<std::string> files_after;
-  for (const auto& e : fs::recursive_directory_iterator(dir_))
-    if (e.is_regular_file()) files_after.insert(e.path().string());
-  EXPECT_EQ(files_before, files_after);  // nothing left behind
+  EXPECT_EQ(Keys(""), files_before);  // nothing left behind
   EXPECT_EQ(Count("SELECT count(*) FROM m"), 4 * 3);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, Maintenance,
+                         ::testing::Values(Backend::kLocal, Backend::kS3),
+                         [](const ::testing::TestParamInfo<Backend>& param_info) {
+                           return param_info.param == Backend::kLocal ? "Local" : "S3";
+                         });
 
 }  // namespace
 }  // namespace timelake::internal
