@@ -10,6 +10,7 @@
 //! - [`runtime`]: the crate's tokio runtime and the sync/async bridges.
 
 pub mod catalog;
+pub mod datetrunc;
 pub mod dedup;
 pub mod error;
 pub mod ffi;
