@@ -261,6 +261,31 @@ TEST_P(EndToEnd, LatestGivesNewestRowPerSeries) {
   EXPECT_DOUBLE_EQ(ScalarDouble(latest, 2, 1), 3.0);
 }
 
+// The newest-row SQL is answered from the index, whose decoded rows the
+// session's lake reuses: a later append (a new index) must show at once.
+TEST_P(EndToEnd, NewestRowSqlInOneSessionFollowsAppends) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("w", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto a, table.Append({Batch({kT0, kT0}, {1, 2}, {1, 2})}));
+  Session session(lake);
+  const std::string sql =
+      "SELECT device_id, temp FROM (SELECT *, row_number() OVER (PARTITION BY "
+      "device_id ORDER BY time DESC) AS rn FROM w) WHERE rn = 1 ORDER BY device_id";
+  auto temps = [&]() {
+    std::vector<double> out;
+    auto rows = session.Sql(sql);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    if (!rows.ok()) return out;
+    for (int64_t i = 0; i < (*rows)->num_rows(); ++i)
+      out.push_back(ScalarDouble(*rows, 1, i));
+    return out;
+  };
+  EXPECT_EQ(temps(), (std::vector<double>{1, 2}));
+  EXPECT_EQ(temps(), (std::vector<double>{1, 2}));  // the rows decoded before
+  TL_ASSERT_OK(a.first.Append({Batch({kT0 + 5}, {1}, {7})}).status());
+  EXPECT_EQ(temps(), (std::vector<double>{7, 2}));
+}
+
 TEST_P(EndToEnd, RepeatedBatchIdCommitsNothing) {
   TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("b", *Schema(), TsOptions()));

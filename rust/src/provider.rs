@@ -203,9 +203,16 @@ impl TimelakeTable {
             return Ok(None);
         }
         if let Some(hex) = value.get("ipc").and_then(Value::as_str) {
-            return self
-                .index_rows(hex)
-                .map(|rows| Some(IndexSource::Rows(rows)));
+            // The same index decoded before (warm queries): no hex to decode.
+            let key = value.get("key").and_then(Value::as_str);
+            if let Some(rows) = key.and_then(|k| self.store.cached_index(k)) {
+                return Ok(Some(IndexSource::Rows(rows)));
+            }
+            let rows = self.index_rows(hex)?;
+            if let Some(k) = key {
+                self.store.remember_index(k, rows.clone());
+            }
+            return Ok(Some(IndexSource::Rows(rows)));
         }
         let plan = self.parse_answer(&answer)?;
         Ok(plan

@@ -6,8 +6,10 @@
 //! the bucket's base URL, so scans and the C API share connections, retries
 //! and tracing.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
+use arrow::array::RecordBatch;
 use bytes::Bytes;
 use datafusion::execution::cache::cache_manager::{
     FileMetadataCache, DEFAULT_METADATA_CACHE_LIMIT,
@@ -77,7 +79,13 @@ pub struct Store {
     /// Parquet footers of data files (with page indexes), shared by every
     /// session on this store: see [`crate::footers`].
     footers: Arc<FileMetadataCache>,
+    /// Last-value index rows decoded for the SQL rewrite, by the key C++
+    /// gives them (the index and the schema they are in).
+    indexes: Mutex<HashMap<String, Vec<RecordBatch>>>,
 }
+
+/// Decoded indexes a store keeps (all dropped when full, as C++ does).
+const KEPT_INDEXES: usize = 16;
 
 impl Store {
     /// Option values that must never appear in a message (for redacting
@@ -161,6 +169,7 @@ impl Store {
             footers: Arc::new(
                 DefaultCache::new(DEFAULT_METADATA_CACHE_LIMIT).with_name("TimelakeFooters"),
             ),
+            indexes: Mutex::new(HashMap::new()),
         })
     }
 
@@ -176,6 +185,20 @@ impl Store {
     /// file metadata cache).
     pub fn footers(&self) -> &Arc<FileMetadataCache> {
         &self.footers
+    }
+
+    /// Index rows decoded before under `key` (see `indexes`).
+    pub fn cached_index(&self, key: &str) -> Option<Vec<RecordBatch>> {
+        self.indexes.lock().ok()?.get(key).cloned()
+    }
+
+    pub fn remember_index(&self, key: &str, rows: Vec<RecordBatch>) {
+        if let Ok(mut indexes) = self.indexes.lock() {
+            if indexes.len() >= KEPT_INDEXES {
+                indexes.clear();
+            }
+            indexes.insert(key.to_string(), rows);
+        }
     }
 
     /// The (possibly tracing) client, shared with DataFusion.

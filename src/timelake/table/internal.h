@@ -83,8 +83,8 @@ struct LakeState {
   TableCache tables;
   std::mutex indexes_mu;
   std::unordered_map<std::string, std::shared_ptr<arrow::RecordBatch>> indexes;
-  // The same indexes as the SQL last-value rewrite receives them (hex Arrow
-  // IPC, read/catalog.cc).
+  // The answers the SQL last-value rewrite receives, with the index as hex
+  // Arrow IPC (read/catalog.cc).
   std::unordered_map<std::string, std::shared_ptr<const std::string>> index_ipc;
 };
 
