@@ -92,6 +92,19 @@ pub fn object_store_code(err: &object_store::Error) -> TlCode {
     }
 }
 
+/// Whether the request never reached a server: the connection could not be
+/// made (refused, no route, name not resolved, connect timeout).
+pub fn is_unreachable(err: &(dyn StdError + 'static)) -> bool {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(http) = e.downcast_ref::<object_store::client::HttpError>() {
+            return http.kind() == object_store::client::HttpErrorKind::Connect;
+        }
+        current = e.source();
+    }
+    false
+}
+
 /// Whether an error (or anything in its source chain) looks like a transient
 /// failure that is worth retrying: timeouts, connection resets, throttling
 /// and 5xx answers. object_store already retries these internally, so seeing

@@ -7,6 +7,7 @@
 //! and tracing.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow::array::RecordBatch;
@@ -23,7 +24,7 @@ use object_store::{
 };
 use url::Url;
 
-use crate::error::{object_store_code, TlCode, TlError, TlResult};
+use crate::error::{is_unreachable, object_store_code, TlCode, TlError, TlResult};
 use crate::runtime;
 use crate::trace::{relative_key, storage_tracing_enabled, TracingStore};
 
@@ -82,6 +83,9 @@ pub struct Store {
     /// Last-value index rows decoded for the SQL rewrite, by the key C++
     /// gives them (the index and the schema they are in).
     indexes: Mutex<HashMap<String, Vec<RecordBatch>>>,
+    /// Whether the storage endpoint has answered a request of this store
+    /// (see [`Store::error`]).
+    answered: AtomicBool,
 }
 
 /// Decoded indexes a store keeps (all dropped when full, as C++ does).
@@ -170,6 +174,7 @@ impl Store {
                 DefaultCache::new(DEFAULT_METADATA_CACHE_LIMIT).with_name("TimelakeFooters"),
             ),
             indexes: Mutex::new(HashMap::new()),
+            answered: AtomicBool::new(false),
         })
     }
 
@@ -232,17 +237,43 @@ impl Store {
         }
     }
 
+    /// The result of a request, noting that the endpoint answered.
+    fn done<T>(&self, op: &str, key: &str, result: object_store::Result<T>) -> TlResult<T> {
+        match result {
+            Ok(v) => {
+                self.answered.store(true, Ordering::Relaxed);
+                Ok(v)
+            }
+            Err(e) => Err(self.error(op, key, e)),
+        }
+    }
+
+    /// A request's error. A connection that cannot be made is transient
+    /// (the caller retries) once the endpoint has answered before; until
+    /// then it is most likely a wrong endpoint or port, reported at once
+    /// (after the client's own retries) instead of after every retry of
+    /// every caller.
     fn error(&self, op: &str, key: &str, err: object_store::Error) -> TlError {
-        let message = condense(&format!("{op} {}: {err}", self.url_of(key)));
-        TlError::new(object_store_code(&err), redact(&message, &self.secrets))
+        let mut message = condense(&format!("{op} {}: {err}", self.url_of(key)));
+        let mut code = object_store_code(&err);
+        if !is_unreachable(&err) {
+            self.answered.store(true, Ordering::Relaxed);
+        } else if !self.answered.load(Ordering::Relaxed) {
+            code = TlCode::Storage;
+            message.push_str(
+                " (no request to this storage endpoint has succeeded yet: check the endpoint \
+                 URL, its port and the network)",
+            );
+        }
+        TlError::new(code, redact(&message, &self.secrets))
     }
 
     /// Reads a whole object.
     pub fn get(&self, key: &str) -> TlResult<Bytes> {
         let location = self.location(key)?;
         let client = Arc::clone(&self.client);
-        runtime::run(async move { client.get(&location).await?.bytes().await })?
-            .map_err(|e| self.error("get", key, e))
+        let result = runtime::run(async move { client.get(&location).await?.bytes().await })?;
+        self.done("get", key, result)
     }
 
     /// Reads `[offset, offset + length)`, clamped at the end of the object.
@@ -268,14 +299,14 @@ impl Store {
             // An empty range still reports a missing object.
             client.head(&location).await.map(|_| Bytes::new())
         })?;
-        result.map_err(|e| self.error("get_range", key, e))
+        self.done("get_range", key, result)
     }
 
     pub fn head(&self, key: &str) -> TlResult<Head> {
         let location = self.location(key)?;
         let client = Arc::clone(&self.client);
-        let meta = runtime::run(async move { client.head(&location).await })?
-            .map_err(|e| self.error("head", key, e))?;
+        let result = runtime::run(async move { client.head(&location).await })?;
+        let meta = self.done("head", key, result)?;
         Ok(Head {
             size: meta.size,
             etag: meta.e_tag,
@@ -307,7 +338,7 @@ impl Store {
                 .put_opts(&location, PutPayload::from(data), PutOptions::from(mode))
                 .await
         })?;
-        result.map(|r| r.e_tag).map_err(|e| self.error(op, key, e))
+        self.done(op, key, result).map(|r| r.e_tag)
     }
 
     /// Deletes an object; a missing object is not an error.
@@ -315,7 +346,10 @@ impl Store {
         let location = self.location(key)?;
         let client = Arc::clone(&self.client);
         match runtime::run(async move { client.delete(&location).await })? {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {
+                self.answered.store(true, Ordering::Relaxed);
+                Ok(())
+            }
             Err(e) => Err(self.error("delete", key, e)),
         }
     }
@@ -341,7 +375,10 @@ impl Store {
             }
         })?;
         let (objects, prefixes) = match result {
-            Ok(listed) => listed,
+            Ok(listed) => {
+                self.answered.store(true, Ordering::Relaxed);
+                listed
+            }
             // A missing "directory" simply has no children.
             Err(object_store::Error::NotFound { .. }) => (Vec::new(), Vec::new()),
             Err(e) => return Err(self.error("list", trimmed, e)),
@@ -421,8 +458,8 @@ impl Upload {
     pub fn begin(store: Arc<Store>, key: &str) -> TlResult<Self> {
         let location = store.location(key)?;
         let client = Arc::clone(&store.client);
-        let upload = runtime::run(async move { client.put_multipart(&location).await })?
-            .map_err(|e| store.error("upload", key, e))?;
+        let result = runtime::run(async move { client.put_multipart(&location).await })?;
+        let upload = store.done("upload", key, result)?;
         Ok(Self {
             store,
             key: key.to_string(),
@@ -496,9 +533,9 @@ impl Upload {
             }
             result
         })?;
-        completed
+        self.store
+            .done("upload", &self.key, completed)
             .map(|r| r.e_tag)
-            .map_err(|e| self.store.error("upload", &self.key, e))
     }
 
     /// Discards the parts: nothing is left at the key.
@@ -807,6 +844,36 @@ mod tests {
         assert_eq!(store.get("").unwrap_err().code, TlCode::Invalid);
         assert_eq!(store.get("/abs").unwrap_err().code, TlCode::Invalid);
         assert_eq!(store.get("a/../b").unwrap_err().code, TlCode::Invalid);
+    }
+
+    #[test]
+    fn a_refused_connection_is_retried_only_once_the_endpoint_has_answered() {
+        use object_store::client::{HttpError, HttpErrorKind};
+        let refused = || object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(HttpError::new(
+                HttpErrorKind::Connect,
+                std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"),
+            )),
+        };
+        let store = Store::open("memory://", &[]).unwrap();
+        // Nothing answered yet: most likely a wrong endpoint, not retried.
+        let first = store.error("list", "t", refused());
+        assert_eq!(first.code, TlCode::Storage);
+        assert!(
+            first.message.contains("has succeeded yet"),
+            "{}",
+            first.message
+        );
+        // After one answer, the same failure is an outage: retryable.
+        store.list("", false).unwrap();
+        let later = store.error("list", "t", refused());
+        assert_eq!(later.code, TlCode::StorageRetryable);
+        assert!(
+            !later.message.contains("has succeeded yet"),
+            "{}",
+            later.message
+        );
     }
 
     #[test]

@@ -206,3 +206,21 @@ def test_permanent_errors_are_not_retried(s3_server, s3_warehouse, proxy, tmp_pa
     assert "attempts" not in proc.stderr, proc.stderr
     refused = proxy.outcomes(is_metadata_get)
     assert refused == [status], refused  # one request, no retry
+
+
+def test_an_endpoint_that_never_answers_fails_without_store_retries(s3_server, s3_warehouse):
+    """A refused connection before any request of the process succeeded is
+    most likely a wrong endpoint or port: the client's own retries, then
+    the error, with a hint, and no retry of the whole operation (after a
+    first answer the same failure counts as an outage and is retried)."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = run_cli("-w", s3_warehouse, "ls", env=s3_server.env(endpoint=f"http://127.0.0.1:{port}"),
+                   check=False)
+    assert proc.returncode != 0
+    assert "no request to this storage endpoint has succeeded yet" in proc.stderr, proc.stderr
+    assert "attempts" not in proc.stderr, proc.stderr
+    assert s3_server.secret_access_key not in proc.stderr
