@@ -344,6 +344,14 @@ def render(info, plot_files):
         lines += ["", "Ingests that failed (the system's queries on that data set are then "
                   "errors too):", ""]
         lines += [f"- {ds_name(ds)}, {INGEST_LABELS[s]}: {e}" for ds, s, e in failures]
+    partial = [(ds, s, ds["ingest"][s]) for ds in info["datasets"] for s in INGEST_LABELS
+               if ds["ingest"].get(s, {}).get("failed_runs")]
+    if partial:
+        lines += ["", "Ingests that failed in some repeats (the median is over the others, "
+                  "and the queries read the table of the last ingest that worked):", ""]
+        lines += [f"- {ds_name(ds)}, {INGEST_LABELS[s]}: {len(r['failed_runs'])} of "
+                  f"{len(r['runs'])} failed; first: {r['failed_runs'][0]}"
+                  for ds, s, r in partial]
     if plot_files:
         lines += ["", f"![ingest throughput]({plot_files[0]})"]
 

@@ -170,6 +170,7 @@ def bench_ingest(setup, repeats):
     """Each system ingests the data set `repeats` times, each time into a new
     table in a new process; the last table of each is kept for the queries."""
     out = {s: [] for s in INGEST_SYSTEMS}
+    kept = {}  # system -> the rep whose table the queries open: the last that worked
     for rep in range(repeats):
         for system in INGEST_SYSTEMS:
             result, wall, _ = run_json(ingest_cmd(setup, system, rep))
@@ -177,8 +178,11 @@ def bench_ingest(setup, repeats):
             out[system].append(result)
             log(f"ingest {system} #{rep + 1}: "
                 + (result.get("error") or f"{result['seconds']:.2f} s"))
-            if rep > 0:  # local copies only: the S3 server's data goes when it stops
-                shutil.rmtree(setup.work / f"ingest-{system}-{rep - 1}", ignore_errors=True)
+            if "error" in result and system in kept:
+                continue  # keep querying the table of an earlier ingest that worked
+            if system in kept:  # local copies only: the S3 server's data goes when it stops
+                shutil.rmtree(setup.work / f"ingest-{system}-{kept[system]}", ignore_errors=True)
+            kept[system] = rep
             setup.targets[system] = ingest_target(setup, system, rep)
     summary = {}
     for system, runs in out.items():
@@ -191,6 +195,9 @@ def bench_ingest(setup, repeats):
             "seconds": seconds, "rows": ok[0]["rows"],
             "rows_per_s": ok[0]["rows"] / seconds if seconds else None,
             "peak_rss_kib": max(r["peak_rss_kib"] for r in ok), "runs": runs}
+        failed = [r["error"] for r in runs if "error" in r]
+        if failed:  # reported beside the median of the ingests that worked
+            summary[system]["failed_runs"] = failed
     return summary
 
 
