@@ -4,7 +4,6 @@
 // s3_test_server.h): create, append, commit, query through DataFusion, and
 // the errors that must leave storage unchanged.
 
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -17,16 +16,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "timelake/storage/s3_test_server.h"
-#include "timelake/storage/store.h"
 #include "timelake/testing/matchers.h"
+#include "timelake/testing/test_warehouse.h"
 #include "timelake/timelake.h"
 
 namespace timelake {
 namespace {
-
-namespace fs = std::filesystem;
-using ::timelake::storage::testing::S3TestServer;
 
 constexpr int64_t kDayUs = 86400LL * 1000000;
 constexpr int64_t kT0 = 1767225600LL * 1000000;  // 2026-01-01T00:00:00Z
@@ -59,7 +54,8 @@ TableOptions TsOptions() {
   return o;
 }
 
-enum class Backend { kLocal, kS3 };
+using ::timelake::testing::Backend;
+using ::timelake::testing::TestWarehouse;
 
 // Each test on a fresh warehouse: a temporary directory, or a prefix of its
 // own in the S3 server's bucket.
@@ -67,62 +63,21 @@ class EndToEnd : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(arrow::compute::Initialize().ok());
-    std::random_device rd;
-    const std::string name =
-        "timelake-e2e-" + std::to_string(rd()) + std::to_string(rd());
-    switch (GetParam()) {
-      case Backend::kLocal:
-        dir_ = fs::temp_directory_path() / name;
-        fs::create_directories(dir_);
-        url_ = dir_.string();
-        break;
-      case Backend::kS3: {
-        TL_ASSERT_OK_AND_ASSIGN(auto server, S3TestServer::Get());
-        url_ = "s3://" + server.bucket + "/" + name;
-        options_ = server.StoreOptions();
-        break;
-      }
-    }
-    TL_ASSERT_OK_AND_ASSIGN(store_, storage::Store::Open(url_, options_));
+    TL_ASSERT_OK_AND_ASSIGN(warehouse_, TestWarehouse::Make(GetParam(), "e2e"));
   }
   void TearDown() override {
     Flush();
-    if (store_ != nullptr && GetParam() == Backend::kS3) {
-      // Other tests share the bucket.
-      auto listing = store_->List("", /*delimiter=*/false);
-      EXPECT_TRUE(listing.ok()) << listing.status().ToString();
-      if (listing.ok()) {
-        for (const auto& o : listing->objects) EXPECT_TRUE(store_->Delete(o.key).ok());
-      }
-    }
-    if (!dir_.empty()) fs::remove_all(dir_);
+    warehouse_.Remove();
   }
 
-  arrow::Result<Lake> OpenLake() const { return Lake::Open(url_, options_); }
-
-  // Every object below the warehouse, relative. On a local warehouse, every
-  // file, including the store's hidden staging files ("name#N") that a
-  // listing skips; on S3, the listing of the test's prefix.
-  std::set<std::string> Files() const {
-    std::set<std::string> out;
-    if (GetParam() == Backend::kLocal) {
-      for (const auto& e : fs::recursive_directory_iterator(dir_)) {
-        if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir_).string());
-      }
-      return out;
-    }
-    auto listing = store_->List("", /*delimiter=*/false);
-    EXPECT_TRUE(listing.ok()) << listing.status().ToString();
-    if (listing.ok()) {
-      for (const auto& o : listing->objects) out.insert(o.key);
-    }
-    return out;
+  arrow::Result<Lake> OpenLake() const {
+    return Lake::Open(warehouse_.url(), warehouse_.options());
   }
 
-  std::string url_;
-  std::map<std::string, std::string> options_;
-  fs::path dir_;                           // local only
-  std::shared_ptr<storage::Store> store_;  // on url_, for Files() and clean-up
+  // Every object below the warehouse, relative (TestWarehouse::Keys).
+  std::set<std::string> Files() const { return warehouse_.Keys(); }
+
+  TestWarehouse warehouse_;
 };
 
 int64_t ScalarInt(const std::shared_ptr<arrow::Table>& t, int col, int64_t row = 0) {
@@ -538,11 +493,8 @@ TEST_P(EndToEnd, QueriesSeeOwnCommitsAtOnceAndOthersAfterTheCheckInterval) {
   EXPECT_EQ(count(), 4);  // interval 0: every query checks for a newer version
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, EndToEnd,
-                         ::testing::Values(Backend::kLocal, Backend::kS3),
-                         [](const ::testing::TestParamInfo<Backend>& param_info) {
-                           return param_info.param == Backend::kLocal ? "Local" : "S3";
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, EndToEnd, ::timelake::testing::kBackends,
+                         ::timelake::testing::BackendName);
 
 }  // namespace
 }  // namespace timelake

@@ -162,6 +162,23 @@ unsafe fn from_c_array<T>(data: *mut T, len: usize) -> Vec<T> {
     unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(data, len)) }.into_vec()
 }
 
+/// Copies `(data, len)` into `Bytes`.
+///
+/// # Safety
+/// `data` must point to `len` readable bytes, or be NULL with `len` 0.
+unsafe fn bytes_arg(data: *const u8, len: usize, name: &str) -> TlResult<Bytes> {
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    if data.is_null() {
+        return Err(TlError::invalid(format!("{name} is NULL")));
+    }
+    // SAFETY: per this function's contract.
+    Ok(Bytes::copy_from_slice(unsafe {
+        std::slice::from_raw_parts(data, len)
+    }))
+}
+
 // --- strings and bytes -------------------------------------------------------
 
 /// Frees a string returned by this library.
@@ -362,15 +379,8 @@ pub unsafe extern "C" fn tl_store_put(
             },
             other => return Err(TlError::invalid(format!("invalid put mode {other}"))),
         };
-        let payload = if len == 0 {
-            Bytes::new()
-        } else if data.is_null() {
-            return Err(TlError::invalid("data is NULL"));
-        } else {
-            // SAFETY: `data` points to `len` readable bytes for the call; they
-            // are copied because the upload outlives nothing of the caller's.
-            Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(data, len) })
-        };
+        // SAFETY: `data` points to `len` readable bytes for the call (header).
+        let payload = unsafe { bytes_arg(data, len, "data") }?;
         let new_etag = store.store.put(path, payload, mode)?;
         if !out_etag.is_null() {
             let value = new_etag.as_deref().map_or(ptr::null_mut(), into_c_string);
@@ -472,23 +482,6 @@ pub unsafe extern "C" fn tl_listing_free(listing: *mut TlListing) {
 }
 
 // --- footers -----------------------------------------------------------------
-
-/// Copies `(data, len)` into `Bytes`.
-///
-/// # Safety
-/// `data` must point to `len` readable bytes, or be NULL with `len` 0.
-unsafe fn bytes_arg(data: *const u8, len: usize, name: &str) -> TlResult<Bytes> {
-    if len == 0 {
-        return Ok(Bytes::new());
-    }
-    if data.is_null() {
-        return Err(TlError::invalid(format!("{name} is NULL")));
-    }
-    // SAFETY: per this function's contract.
-    Ok(Bytes::copy_from_slice(unsafe {
-        std::slice::from_raw_parts(data, len)
-    }))
-}
 
 /// # Safety
 /// Pointer arguments must be valid as described in the header.

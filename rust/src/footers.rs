@@ -17,7 +17,6 @@ use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::metadata::CachedParquetMetaData;
 use datafusion::execution::cache::cache_manager::{CachedFileMetadataEntry, FileMetadataCache};
 use object_store::path::Path;
-use object_store::ObjectMeta;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{
     PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader, ParquetMetaDataWriter,
@@ -25,17 +24,17 @@ use parquet::file::metadata::{
 
 use crate::error::{TlError, TlResult};
 
-/// The object metadata a planned scan gives DataFusion for a file (see
-/// `provider.rs`): its location and size. Cache entries must carry the same
-/// values, or DataFusion takes them for stale.
-pub fn planned_object_meta(location: Path, size: u64) -> ObjectMeta {
+/// A data file as scans give it to DataFusion (`provider.rs`): its location
+/// and size, nothing else known. Footer cache entries carry the same object
+/// metadata, or DataFusion takes them for stale.
+pub fn planned_file(location: Path, size: u64) -> PartitionedFile {
     let mut file = PartitionedFile::new(String::new(), size);
     file.object_meta.location = location;
-    file.object_meta
+    file
 }
 
 fn remember(cache: &FileMetadataCache, location: Path, size: u64, metadata: ParquetMetaData) {
-    let meta = planned_object_meta(location.clone(), size);
+    let meta = planned_file(location.clone(), size).object_meta;
     cache.put(
         &location,
         CachedFileMetadataEntry::new(

@@ -37,6 +37,7 @@ use crate::catalog::Callbacks;
 use crate::dedup::DedupExec;
 use crate::error::{TlError, TlResult};
 use crate::filters::translate_filters;
+use crate::footers;
 use crate::naming::NamingReaderFactory;
 use crate::runtime;
 use crate::settings::TimelakeOptions;
@@ -121,10 +122,8 @@ impl TimelakeTable {
                 // The key joined with the warehouse prefix, exactly as
                 // tl_store_put wrote it (no re-encoding).
                 let location = self.store.location(path)?;
-                let mut partitioned = PartitionedFile::new(String::new(), size);
-                partitioned.object_meta.location = location;
                 Ok(PlannedFile {
-                    file: partitioned,
+                    file: footers::planned_file(location, size),
                     seq: file.get("seq").and_then(Value::as_i64).unwrap_or(0),
                     sorted: file.get("sorted").and_then(Value::as_bool).unwrap_or(false),
                 })

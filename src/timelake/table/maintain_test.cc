@@ -2,7 +2,6 @@
 
 #include "timelake/table/maintain.h"
 
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -18,18 +17,15 @@
 #include <parquet/file_reader.h>
 
 #include "timelake/read/catalog.h"
-#include "timelake/storage/s3_test_server.h"
 #include "timelake/storage/store.h"
 #include "timelake/table/lvi.h"
 #include "timelake/testing/matchers.h"
+#include "timelake/testing/test_warehouse.h"
 #include "timelake/timelake.h"
 #include "timelake/util/clock.h"
 
 namespace timelake::internal {
 namespace {
-
-namespace fs = std::filesystem;
-using ::timelake::storage::testing::S3TestServer;
 
 constexpr int64_t kHourUs = 3600LL * 1000000;
 constexpr int64_t kDayUs = 24 * kHourUs;
@@ -99,7 +95,8 @@ TEST(MaintainRules, ExpiryKeepsMinSnapshotsAndRespectsMaxAndRetention) {
   EXPECT_TRUE(PlanExpiry(m, rules, now).empty());
 }
 
-enum class Backend { kLocal, kS3 };
+using ::timelake::testing::Backend;
+using ::timelake::testing::TestWarehouse;
 
 // Each test on a fresh warehouse (a temporary directory, or a prefix of its
 // own in the S3 server's bucket) whose lake reads a FakeClock.
@@ -107,25 +104,8 @@ class Maintenance : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(arrow::compute::Initialize().ok());
-    std::random_device rd;
-    const std::string name =
-        "timelake-maintain-" + std::to_string(rd()) + std::to_string(rd());
-    std::string url;
-    std::map<std::string, std::string> options;
-    switch (GetParam()) {
-      case Backend::kLocal:
-        dir_ = fs::temp_directory_path() / name;
-        fs::create_directories(dir_);
-        url = dir_.string();
-        break;
-      case Backend::kS3: {
-        TL_ASSERT_OK_AND_ASSIGN(auto server, S3TestServer::Get());
-        url = "s3://" + server.bucket + "/" + name;
-        options = server.StoreOptions();
-        break;
-      }
-    }
-    auto lake = Lake::Open(url, options);
+    TL_ASSERT_OK_AND_ASSIGN(warehouse_, TestWarehouse::Make(GetParam(), "maintain"));
+    auto lake = Lake::Open(warehouse_.url(), warehouse_.options());
     ASSERT_TRUE(lake.ok()) << lake.status().ToString();
     lake_ = std::make_unique<Lake>(*lake);
     clock_ = std::make_shared<FakeClock>(TimePoint(std::chrono::microseconds(kT0)));
@@ -133,37 +113,15 @@ class Maintenance : public ::testing::TestWithParam<Backend> {
   }
   void TearDown() override {
     Flush();
-    if (lake_ != nullptr && GetParam() == Backend::kS3) {
-      // Other tests share the bucket.
-      auto listing = store().List("", /*delimiter=*/false);
-      EXPECT_TRUE(listing.ok()) << listing.status().ToString();
-      if (listing.ok()) {
-        for (const auto& o : listing->objects) EXPECT_TRUE(store().Delete(o.key).ok());
-      }
-    }
     lake_.reset();
-    if (!dir_.empty()) fs::remove_all(dir_);
+    warehouse_.Remove();
   }
 
   const storage::Store& store() const { return *LakeAccess::State(*lake_)->store; }
 
-  // The keys of every object under the folder `prefix` ("" for the whole
-  // warehouse). On a local warehouse, every file, including the store's
-  // hidden staging files ("name#N") that a listing skips; on S3, the listing.
+  // The keys of every object under the folder `prefix` (TestWarehouse::Keys).
   std::set<std::string> Keys(const std::string& prefix) const {
-    std::set<std::string> out;
-    if (GetParam() == Backend::kLocal) {
-      for (const auto& e : fs::recursive_directory_iterator(dir_ / prefix)) {
-        if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir_).string());
-      }
-      return out;
-    }
-    auto listing = store().List(prefix, /*delimiter=*/false);
-    EXPECT_TRUE(listing.ok()) << listing.status().ToString();
-    if (listing.ok()) {
-      for (const auto& o : listing->objects) out.insert(o.key);
-    }
-    return out;
+    return warehouse_.Keys(prefix);
   }
 
   // Whether the object `key` exists (a HEAD request).
@@ -267,7 +225,7 @@ class Maintenance : public ::testing::TestWithParam<Backend> {
     return out;
   }
 
-  fs::path dir_;  // local only
+  TestWarehouse warehouse_;
   std::unique_ptr<Lake> lake_;
   std::shared_ptr<FakeClock> clock_;
 };
@@ -546,11 +504,8 @@ TEST_P(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
   EXPECT_EQ(Count("SELECT count(*) FROM m"), 4 * 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Maintenance,
-                         ::testing::Values(Backend::kLocal, Backend::kS3),
-                         [](const ::testing::TestParamInfo<Backend>& param_info) {
-                           return param_info.param == Backend::kLocal ? "Local" : "S3";
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, Maintenance, ::timelake::testing::kBackends,
+                         ::timelake::testing::BackendName);
 
 }  // namespace
 }  // namespace timelake::internal
