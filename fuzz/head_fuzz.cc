@@ -1,15 +1,15 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// Fuzzes the head object codec (metadata/timelake-head, table/head.h).
+// Fuzzes the head object codec (metadata/timelake-head, format/head.h).
 // Invariants: bad bytes are kCorrupt, never a crash; a head that decodes
 // encodes and decodes again to the same version, metadata, files and index.
 
 #include "fuzz/fuzz_check.h"
-#include "timelake/table/head.h"
+#include "timelake/format/head.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using timelake::internal::DecodeHead;
-  using timelake::internal::EncodeHead;
+  using timelake::format::DecodeHead;
+  using timelake::format::EncodeHead;
   auto head = DecodeHead(timelake::fuzz::AsText(data, size), "fuzz://timelake-head");
   if (!head.ok()) {
     timelake::fuzz::CheckErrorKind(head.status(), {timelake::ErrorKind::kCorrupt});

@@ -3,168 +3,261 @@
 #include "timelake/commit/commit.h"
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <random>
-#include <thread>
+
+#include "timelake/format/head.h"
+#include "timelake/settings.h"
+#include "timelake/util/clock.h"
+#include "timelake/versions/versions.h"
+#include "timelake/write/lvi.h"
 
 namespace timelake::commit {
 
 namespace {
 
-bool AllDigits(std::string_view s) {
-  if (s.empty() || s.size() > 18) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
+using SteadyClock = std::chrono::steady_clock;
+
+std::string_view AsView(const arrow::Buffer& b) {
+  return {reinterpret_cast<const char*>(b.data()), static_cast<size_t>(b.size())};
 }
 
-// Background writes: detached threads counted so that Flush() can wait.
-struct Background {
-  std::mutex mu;
-  std::condition_variable cv;
-  int running = 0;
-};
-
-Background& GetBackground() {
-  static Background* b = new Background();  // never destroyed: threads may outlive main
-  return *b;
+void DeleteQuietly(const storage::Store& store, const std::vector<std::string>& keys) {
+  for (const auto& k : keys) (void)store.Delete(k);
 }
 
 }  // namespace
 
-std::string MetadataPrefix(const std::string& table_key) {
-  return table_key + "/metadata";
-}
-
-std::string VersionKey(const std::string& table_key, int64_t number) {
-  return MetadataPrefix(table_key) + "/v" + std::to_string(number) + ".metadata.json";
-}
-
-std::optional<int64_t> VersionOfFileName(std::string_view name) {
-  constexpr std::string_view kSuffix = ".metadata.json";
-  if (name.size() <= kSuffix.size() ||
-      name.substr(name.size() - kSuffix.size()) != kSuffix) {
-    return std::nullopt;
-  }
-  std::string_view stem = name.substr(0, name.size() - kSuffix.size());
-  if (stem[0] == 'v' && AllDigits(stem.substr(1)))
-    return std::stoll(std::string(stem.substr(1)));
-  const size_t dash = stem.find('-');
-  if (dash != std::string_view::npos && AllDigits(stem.substr(0, dash))) {
-    return std::stoll(std::string(stem.substr(0, dash)));
-  }
-  return std::nullopt;
-}
-
-arrow::Result<std::optional<Version>> FindLatestVersion(const storage::Store& store,
-                                                        const std::string& table_key) {
-  TIMELAKE_ASSIGN_OR_RAISE(auto listing,
-                           store.List(MetadataPrefix(table_key) + "/", true));
-  std::optional<Version> best;
-  for (const auto& obj : listing.objects) {
-    const std::string_view key = obj.key;
-    const size_t slash = key.rfind('/');
-    auto n =
-        VersionOfFileName(slash == std::string_view::npos ? key : key.substr(slash + 1));
-    // Prefer our own v<N> spelling when two files claim the same number.
-    if (n && (!best || *n > best->number ||
-              (*n == best->number && key.find("/v") != std::string_view::npos))) {
-      best = Version{*n, obj.key};
+arrow::Result<CommitOutcome> Commit(std::shared_ptr<const internal::TableState> base,
+                                    Change* change, const CommitOptions& options) {
+  const auto start = SteadyClock::now();
+  const auto& store = *base->lake->store;
+  const int max_attempts = std::max(1, options.max_attempts);
+  CommitOutcome outcome;
+  auto finish = [&](std::shared_ptr<const internal::TableState> state) {
+    outcome.state = std::move(state);
+    outcome.duration =
+        std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start);
+    return outcome;
+  };
+  // The objects of the attempt that lost the last race: deleted once the
+  // reload shows that it did not land after all.
+  std::vector<std::string> lost;
+  for (int number = 1;; ++number) {
+    outcome.attempts = number;
+    if (number > 1) {
+      versions::BackoffBeforeRetry(number - 1);
+      auto reloaded = internal::LoadTableState(base->lake, base->name);
+      if (!reloaded.ok()) {
+        DeleteQuietly(store, lost);
+        change->Abandon();
+        return WithContext(reloaded.status(), options.context);
+      }
+      base = *reloaded;
+      if (change->Landed(*base)) {
+        outcome.base = base;
+        outcome.committed = true;
+        outcome.landed_earlier = true;
+        return finish(base);
+      }
+      DeleteQuietly(store, lost);
+      lost.clear();
     }
+    Attempt attempt;
+    attempt.number = number;
+    auto next = change->Rebase(*base, &attempt);
+    if (!next.ok() || !next->has_value()) {
+      DeleteQuietly(store, attempt.written);
+      change->Abandon();
+      if (!next.ok()) return next.status();
+      outcome.base = base;
+      return finish(base);
+    }
+    format::TableMetadata& metadata = **next;
+    metadata.LogPreviousMetadata(store.Uri(base->metadata_key),
+                                 base->metadata.last_updated_ms, kMetadataLogLength);
+    const int64_t version = base->version + 1;
+    auto won = versions::TryCommit(store, base->table_key, version, metadata,
+                                   base->metadata_key);
+    if (!won.ok()) {
+      // The put may or may not have landed: every file it names stays.
+      return WithContext(won.status(), options.context + ": committing version " +
+                                           std::to_string(version));
+    }
+    if (*won) {
+      TIMELAKE_ASSIGN_OR_RAISE(auto state,
+                               Publish(base->lake, base->name, version, metadata));
+      WriteHeadAsync(state);
+      outcome.base = base;
+      outcome.committed = true;
+      return finish(std::move(state));
+    }
+    // Lost the race to another writer's version.
+    lost = std::move(attempt.written);
+    if (number >= max_attempts) {
+      DeleteQuietly(store, lost);
+      change->Abandon();
+      return Conflict(options.context + ": commit conflict: gave up after " +
+                      std::to_string(number) +
+                      " commit attempts, other writers kept winning (last seen version " +
+                      std::to_string(base->version) + ")");
+    }
+    ++outcome.conflicts_rebased;
   }
-  return best;
 }
 
-arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
-                                        const std::string& table_key,
-                                        const std::string& table_name) {
-  TIMELAKE_ASSIGN_OR_RAISE(auto latest, FindLatestVersion(store, table_key));
-  if (!latest) {
-    return NotFound("table " + table_name + " not found in " + store.root_url());
-  }
-  auto bytes = store.Get(latest->key);
-  if (!bytes.ok()) {
-    return WithContext(bytes.status(), "loading table " + table_name);
-  }
-  auto metadata = format::TableMetadata::Parse(
-      std::string_view(reinterpret_cast<const char*>((*bytes)->data()),
-                       static_cast<size_t>((*bytes)->size())),
-      store.Uri(latest->key));
-  if (!metadata.ok())
-    return WithContext(metadata.status(), "loading table " + table_name);
-  return LoadedVersion{std::move(*latest), std::move(*metadata)};
+arrow::Result<std::shared_ptr<const internal::TableState>> Publish(
+    std::shared_ptr<internal::LakeState> lake, const TableName& name, int64_t version,
+    const format::TableMetadata& metadata) {
+  const std::string table_key = internal::TableKey(name);
+  versions::WriteVersionHintAsync(lake->store, table_key, version);
+  // The state is made from the metadata as stored (re-parsed), so that the
+  // handle equals what a later load reads; MakeTableState remembers it in
+  // the lake's table cache.
+  const std::string key = versions::VersionKey(table_key, version);
+  TIMELAKE_ASSIGN_OR_RAISE(auto stored, format::TableMetadata::Parse(
+                                            metadata.Serialize(), lake->store->Uri(key)));
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto state, internal::MakeTableState(lake, name, version, key, std::move(stored)));
+  return state;
 }
 
-arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& table_key,
-                              int64_t number, const format::TableMetadata& metadata,
-                              std::string_view base_key) {
-  const std::string text = metadata.Serialize();
-  const std::string key = VersionKey(table_key, number);
-  auto st = store.Put(key, text, storage::PutMode::kCreate);
-  if (st.ok()) {
-    // Maintenance deletes the oldest versions (a prefix of them). A writer
-    // whose base is among those is stale: its put lands in the hole they
-    // left, not at the top. Its base is gone then; take the put back and
-    // report a lost race, so that it reloads the newest version.
-    if (!base_key.empty()) {
-      auto base = store.Head(base_key);
-      if (!base.ok() && KindOf(base.status()) == ErrorKind::kNotFound) {
-        TIMELAKE_RETURN_NOT_OK(store.Delete(key));
-        return false;
+void WriteHeadAsync(std::shared_ptr<const internal::TableState> state) {
+  const settings::Resolver resolve(nullptr, nullptr, &state->metadata.properties);
+  // "json" is a codec 0.7 knows; this writer has only "arrow" and writes
+  // nothing for the others ("none" means no head).
+  if (resolve.Get("head-format").value_or("arrow") != "arrow") return;
+  const int64_t inline_limit = resolve.GetInt("head-inline-bytes").ValueOr(0);
+  versions::RunInBackground([state = std::move(state), inline_limit] {
+    format::Head head;
+    head.version = state->version;
+    head.metadata_json = state->metadata.Serialize();
+    auto files = internal::ListLiveFiles(*state);
+    if (!files.ok()) return;
+    head.files = std::move(*files);
+    int64_t budget = inline_limit;
+    if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
+      if (auto uri = internal::LviUri(*snapshot)) {
+        auto index = internal::ReadLvi(*state->lake, *uri, *state->schema);
+        if (!index.ok()) return;  // without its index the head would mislead
+        // Inlined while it fits in head-inline-bytes; a bigger index stays in
+        // its own file (the head then plans scans, `latest` reads the file).
+        // The index file's size (compressed Parquet) is what must fit.
+        auto key = state->lake->store->KeyOf(*uri);
+        auto bytes = key.ok()
+                         ? internal::GetImmutable(*state->lake, *key)
+                         : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
+        if (bytes.ok() && (*bytes)->size() <= inline_limit) {
+          head.last_values = *index;
+          budget -= (*bytes)->size();
+        }
       }
     }
-    return true;
-  }
-  if (KindOf(st) != ErrorKind::kAlreadyExists) return st;
-  // A put retried after a lost response finds its own first attempt: the
-  // object holds exactly our text then, and the commit is ours. (Every
-  // version carries a fresh timestamp and, for appends, a random snapshot id,
-  // so another writer's version never equals ours by accident.)
-  auto existing = store.Get(key);
-  if (!existing.ok()) return existing.status();
-  const std::string_view stored(reinterpret_cast<const char*>((*existing)->data()),
-                                static_cast<size_t>((*existing)->size()));
-  return stored == text;
-}
-
-void BackoffBeforeRetry(int attempt) {
-  thread_local std::mt19937 rng(std::random_device{}());
-  const int cap_ms = std::min(1000, 5 << std::clamp(attempt, 0, 8));
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(std::uniform_int_distribution<int>(1, cap_ms)(rng)));
-}
-
-void RunInBackground(std::function<void()> work) {
-  Background& bg = GetBackground();
-  {
-    std::lock_guard<std::mutex> lock(bg.mu);
-    ++bg.running;
-  }
-  std::thread([work = std::move(work)] {
-    work();
-    Background& b = GetBackground();
-    std::lock_guard<std::mutex> lock(b.mu);
-    --b.running;
-    b.cv.notify_all();
-  }).detach();
-}
-
-void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string table_key,
-                           int64_t number) {
-  RunInBackground([store = std::move(store), table_key = std::move(table_key), number] {
-    // Best effort: readers list metadata/ and never need the hint.
-    (void)store->Put(MetadataPrefix(table_key) + "/version-hint.text",
-                     std::to_string(number));
+    // Then the footers of the newest files (the ones queries of recent data
+    // read), as far as this lake holds them and they fit.
+    std::vector<const format::LiveFile*> newest;
+    for (const auto& f : head.files) newest.push_back(&f);
+    std::stable_sort(newest.begin(), newest.end(), [](const auto* a, const auto* b) {
+      return a->sequence_number.value_or(0) > b->sequence_number.value_or(0);
+    });
+    for (const auto* f : newest) {
+      auto blob = state->lake->footers.Get(f->key);
+      if (blob == nullptr || blob->size() > budget) continue;
+      budget -= blob->size();
+      head.footers.emplace_back(f->data_file.file_path, std::move(blob));
+    }
+    auto bytes = format::EncodeHead(head);
+    if (!bytes.ok()) return;
+    (void)state->lake->store->Put(
+        versions::MetadataPrefix(state->table_key) + "/" + format::kHeadName, *bytes);
   });
 }
 
-void WaitForBackgroundWrites() {
-  Background& bg = GetBackground();
-  std::unique_lock<std::mutex> lock(bg.mu);
-  bg.cv.wait(lock, [&] { return bg.running == 0; });
+
+std::vector<format::PartitionFieldType> PartitionTypeOf(
+    const format::PartitionSpec& spec) {
+  std::vector<format::PartitionFieldType> out;
+  for (const auto& f : spec.fields) {
+    format::PartitionFieldType t;
+    t.field_id = f.field_id;
+    t.name = f.name;
+    // Iceberg's day transform yields a date; hour and month yield ints.
+    t.type = f.transform == "day" ? format::PartitionValueType::kDate
+                                  : format::PartitionValueType::kInt;
+    out.push_back(t);
+  }
+  return out;
+}
+
+nlohmann::json SpecFieldsJson(const format::PartitionSpec& spec) {
+  nlohmann::json fields = nlohmann::json::array();
+  for (const auto& f : spec.fields) {
+    fields.push_back({{"source-id", f.source_id},
+                      {"field-id", f.field_id},
+                      {"name", f.name},
+                      {"transform", f.transform}});
+  }
+  return fields;
+}
+
+format::ManifestEntry NewEntry(const write::WrittenFile& f, const internal::TableState& base,
+                               int64_t snapshot_id) {
+  format::ManifestEntry e;
+  e.status = format::kEntryAdded;
+  e.snapshot_id = snapshot_id;
+  e.data_file.file_path = base.lake->store->Uri(f.key);
+  e.data_file.record_count = f.rows;
+  e.data_file.file_size_in_bytes = f.bytes;
+  if (f.partition) e.data_file.partition.push_back(format::PartitionValue(*f.partition));
+  e.data_file.column_sizes = f.column_sizes;
+  e.data_file.value_counts = f.value_counts;
+  e.data_file.null_value_counts = f.null_value_counts;
+  e.data_file.lower_bounds = f.lower_bounds;
+  e.data_file.upper_bounds = f.upper_bounds;
+  if (!base.contract.series_key.empty() || base.contract.time_column) {
+    e.data_file.sort_order_id = base.metadata.doc.value("default-sort-order-id", 0);
+  }
+  return e;
+}
+
+format::ManifestWriteOptions ManifestOptionsOf(const internal::TableState& base) {
+  const auto& spec = base.metadata.DefaultSpec();
+  format::ManifestWriteOptions mopts;
+  mopts.table_schema_json = base.metadata.CurrentSchema().dump();
+  mopts.schema_id = base.metadata.current_schema_id;
+  mopts.partition_spec_json = SpecFieldsJson(spec).dump();
+  mopts.partition_spec_id = spec.spec_id;
+  mopts.partition_type = PartitionTypeOf(spec);
+  return mopts;
+}
+
+
+arrow::Result<std::vector<format::ManifestFile>> LiveManifestsOf(
+    internal::LakeState& lake, const format::Snapshot& snapshot,
+    const std::string& context) {
+  const auto& store = *lake.store;
+  auto list_key = store.KeyOf(snapshot.manifest_list);
+  auto bytes = list_key.ok()
+                   ? internal::GetImmutable(lake, *list_key)
+                   : arrow::Result<std::shared_ptr<arrow::Buffer>>(list_key.status());
+  if (!bytes.ok()) {
+    return WithContext(bytes.status(), context + ": reading the manifest list of snapshot " +
+                                           std::to_string(snapshot.snapshot_id));
+  }
+  auto manifests = format::ReadManifestList(AsView(**bytes));
+  if (!manifests.ok()) {
+    return WithContext(manifests.status(),
+                       context + ": manifest list " + snapshot.manifest_list);
+  }
+  std::vector<format::ManifestFile> out;
+  for (auto& m : *manifests) {
+    if (HasLiveFiles(m)) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string ManifestListKey(const std::string& table_key, int64_t snapshot_id,
+                            int attempt, const std::string& uuid) {
+  return versions::MetadataPrefix(table_key) + "/snap-" + std::to_string(snapshot_id) +
+         "-" + std::to_string(attempt) + "-" + uuid + ".avro";
 }
 
 }  // namespace timelake::commit

@@ -1,80 +1,157 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// Table versions and the commit protocol (SPEC §4.6). A table's versions are
-// the files metadata/v<N>.metadata.json; the newest is found by listing the
-// folder (version-hint.text is written for other engines, never trusted). A
-// commit is a put-if-absent of the next version: exactly one writer wins each
-// N, and the losers rebase on the winner and try N+1.
+// The one commit transaction (SPEC §4.6). Every change to a table (an
+// append, a property change, compaction's replace, retention's delete,
+// snapshot expiry) is a `Change`: given the version it builds on, it makes
+// the next table metadata, or says that it cannot be rebased onto that
+// version (kConflict). `Commit` runs the optimistic loop: it puts the next
+// version with put-if-absent, and after a lost race backs off, reloads the
+// newest version, checks whether the change landed after all and rebases.
+// The work after a commit (version hint, the table state and the lake's
+// cache of it, the head object) is `Publish`, done once here.
+//
+// Objects a change writes fall in two groups. Those of one attempt (a
+// manifest list, a last-value index: they name the base version's
+// snapshot) go in `Attempt::written`, and are deleted when that attempt
+// loses or fails. Those of the whole change (data files, a manifest that
+// does not depend on the base) are the change's own: `Abandon` deletes them
+// when nothing will commit. When the put itself fails, nothing is deleted:
+// the put may have landed, and a landed commit must never point at deleted
+// files.
 
 #ifndef TIMELAKE_COMMIT_COMMIT_H_
 #define TIMELAKE_COMMIT_COMMIT_H_
 
+#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "timelake/format/manifest.h"
 #include "timelake/format/table_metadata.h"
-#include "timelake/storage/store.h"
+#include "timelake/state/state.h"
+#include "timelake/write/data_writer.h"
 
 namespace timelake::commit {
 
-struct Version {
-  int64_t number = 0;
-  std::string key;  // e.g. "iot/readings/metadata/v3.metadata.json"
+// Attempts before a commit gives up with kConflict: with the backoff of
+// versions::BackoffBeforeRetry (5 ms doubling, at most 1 s) that is about
+// ten seconds of other writers winning every race, which means a writer is
+// misconfigured (or the table is hot beyond what optimistic commits serve),
+// not bad luck.
+inline constexpr int kMaxCommitAttempts = 20;
+
+// Entries of `metadata-log` kept in each version: enough for a reader that
+// follows the log back (to an older metadata file) across a burst of
+// commits, while the metadata file, rewritten by every commit, stays small.
+inline constexpr int kMetadataLogLength = 20;
+
+// One attempt of a change: its number (1 for the first) and the objects it
+// wrote, deleted when it does not commit.
+struct Attempt {
+  int number = 1;
+  std::vector<std::string> written;
 };
 
-struct LoadedVersion {
-  Version version;
-  format::TableMetadata metadata;
+class Change {
+ public:
+  virtual ~Change() = default;
+
+  // The next metadata over `base` (without the metadata-log entry, which
+  // Commit adds), or nullopt when there is nothing to commit over `base`
+  // (then Commit returns `base` and abandons the change). Objects written
+  // for this attempt go in `attempt->written`. Errors: kConflict when the
+  // change cannot be rebased onto `base`; any other error ends the commit.
+  virtual arrow::Result<std::optional<format::TableMetadata>> Rebase(
+      const internal::TableState& base, Attempt* attempt) = 0;
+
+  // Whether `base`, reloaded after a put that reported a lost race, already
+  // holds this change (the put landed after all): Commit then returns it.
+  virtual bool Landed(const internal::TableState& /*base*/) const { return false; }
+
+  // Deletes the change's own objects: nothing of it will commit.
+  virtual void Abandon() {}
 };
 
-// "iot/readings/metadata".
-std::string MetadataPrefix(const std::string& table_key);
-// "iot/readings/metadata/v<N>.metadata.json".
-std::string VersionKey(const std::string& table_key, int64_t number);
+struct CommitOptions {
+  int max_attempts = kMaxCommitAttempts;
+  // Prefixes error messages, e.g. "appending to iot.readings".
+  std::string context;
+};
 
-// The version number of a metadata file name: "v12.metadata.json" -> 12, and
-// the other engines' "00012-<uuid>.metadata.json" -> 12; nullopt otherwise.
-std::optional<int64_t> VersionOfFileName(std::string_view file_name);
+struct CommitOutcome {
+  // The version committed (or the newest, when the change had landed or had
+  // nothing to commit), published to the lake's caches.
+  std::shared_ptr<const internal::TableState> state;
+  // The version the committed metadata was built on.
+  std::shared_ptr<const internal::TableState> base;
+  // False when nothing was committed: Rebase returned nullopt.
+  bool committed = false;
+  // True when a put that reported a lost race had landed (Change::Landed).
+  bool landed_earlier = false;
+  int attempts = 0;
+  int conflicts_rebased = 0;
+  std::chrono::microseconds duration{0};
+};
 
-// The newest version, by listing metadata/. nullopt when there is none.
-arrow::Result<std::optional<Version>> FindLatestVersion(const storage::Store& store,
-                                                        const std::string& table_key);
+// Commits `change` over `base`, reloading and rebasing after lost races.
+// Errors: kConflict (the change cannot be rebased, or max_attempts lost
+// races in a row; nothing of the change is left behind), the change's own
+// errors, and kStorage from the put (the commit may or may not have landed;
+// its files are kept).
+arrow::Result<CommitOutcome> Commit(std::shared_ptr<const internal::TableState> base,
+                                    Change* change, const CommitOptions& options);
 
-// Loads the newest version. Errors: kNotFound (`table_name` in the message),
-// kCorrupt, kStorage.
-arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
-                                        const std::string& table_key,
-                                        const std::string& table_name);
+// The work after version `version` of `name`, holding `metadata`, was put:
+// the version hint (background) and the table state built from the metadata
+// as stored, remembered in the lake's table cache. Create uses it for
+// version 1 (an empty table needs no head); Commit for every other, followed
+// by WriteHeadAsync.
+arrow::Result<std::shared_ptr<const internal::TableState>> Publish(
+    std::shared_ptr<internal::LakeState> lake, const TableName& name, int64_t version,
+    const format::TableMetadata& metadata);
 
-// Writes `metadata` as version `number` with put-if-absent. Returns false
-// when another writer already created that version (the caller rebases), or
-// when `base_key`, the version it builds on (if given), no longer exists
-// (maintenance deleted it as an old version: the caller's base is stale and
-// its put is taken back);
-// true also when the version already holds exactly this metadata (a retried
-// put whose first attempt landed). Errors are storage failures: the commit
-// may or may not have landed, so the caller must not delete its files.
-arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& table_key,
-                              int64_t number, const format::TableMetadata& metadata,
-                              std::string_view base_key = {});
+// The head of `state`'s version, built from its live files and last-value
+// index and put to metadata/timelake-head, in the background (Flush() waits).
+// Within head-inline-bytes it inlines the index (while its file fits), then
+// the footers the lake holds of the newest files. Best effort: a failure
+// leaves the previous head, which readers then find stale.
+void WriteHeadAsync(std::shared_ptr<const internal::TableState> state);
 
-// Sleeps before commit attempt `attempt` + 1 after a lost race: a random
-// time up to 5 ms × 2^attempt (at most 1 s), so racing writers spread out.
-void BackoffBeforeRetry(int attempt);
+// What the changes build snapshots from.
 
-// Writes metadata/version-hint.text in the background (best effort).
-void WriteVersionHintAsync(std::shared_ptr<storage::Store> store, std::string table_key,
-                           int64_t number);
+// Iceberg's partition type of `spec` for manifests.
+std::vector<format::PartitionFieldType> PartitionTypeOf(const format::PartitionSpec& spec);
+// The fields of `spec` as the JSON a manifest's metadata carries.
+nlohmann::json SpecFieldsJson(const format::PartitionSpec& spec);
+// The manifest entry (status ADDED) of a data file written for `base`.
+format::ManifestEntry NewEntry(const write::WrittenFile& f,
+                               const internal::TableState& base, int64_t snapshot_id);
+// Manifest options (schema, spec) of `base`'s current schema and spec.
+format::ManifestWriteOptions ManifestOptionsOf(const internal::TableState& base);
 
-// Waits for all background writes of this process.
-void WaitForBackgroundWrites();
+// Whether a manifest may list live files (counts unknown count as yes).
+inline bool HasLiveFiles(const format::ManifestFile& m) {
+  if (!m.added_files_count || !m.existing_files_count) return true;  // unknown
+  return *m.added_files_count + *m.existing_files_count > 0;
+}
 
-// Runs `work` on a detached thread that WaitForBackgroundWrites() (and so
-// Flush()) waits for.
-void RunInBackground(std::function<void()> work);
+// The manifests of `snapshot` that carry on into a child snapshot: those
+// that may list live files (a manifest of only deleted entries, a
+// compaction's record of what it replaced, belongs to its own snapshot).
+// Errors: kCorrupt, kStorage.
+arrow::Result<std::vector<format::ManifestFile>> LiveManifestsOf(
+    internal::LakeState& lake, const format::Snapshot& snapshot,
+    const std::string& context);
+
+// A new manifest list key of the table for `snapshot_id`'s attempt
+// `attempt`: "…/metadata/snap-<id>-<attempt>-<uuid>.avro".
+std::string ManifestListKey(const std::string& table_key, int64_t snapshot_id,
+                            int attempt, const std::string& uuid);
 
 }  // namespace timelake::commit
 

@@ -304,6 +304,16 @@ arrow::Result<ManifestFile> SummarizeManifest(
 void InheritManifestFileFields(const ManifestFile& manifest,
                                std::vector<ManifestEntry>* entries);
 
+// A live data file of a table version.
+struct LiveFile {
+  std::string key;                         // relative to the warehouse root
+  std::optional<int64_t> sequence_number;  // inherited from the manifest when unset
+  int64_t snapshot_id = 0;                 // the snapshot that added it
+  int64_t file_sequence_number = 0;
+  bool added = false;          // status ADDED (not EXISTING)
+  format::DataFile data_file;  // size, record count and the statistics for pruning
+};
+
 }  // namespace timelake::format
 
 #endif  // TIMELAKE_FORMAT_MANIFEST_H_

@@ -19,7 +19,7 @@
 #include "timelake/format/schema.h"
 #include "timelake/read/prune.h"
 #include "timelake/settings.h"
-#include "timelake/table/lvi.h"
+#include "timelake/write/lvi.h"
 
 namespace timelake::read {
 
@@ -43,10 +43,6 @@ bool TraceScans() {
     return v != nullptr && std::string_view(v).find("scan") != std::string_view::npos;
   }();
   return on;
-}
-
-std::string_view AsView(const arrow::Buffer& b) {
-  return {reinterpret_cast<const char*>(b.data()), static_cast<size_t>(b.size())};
 }
 
 void Write(TlSink* sink, const std::string& text) {
@@ -186,8 +182,8 @@ arrow::Result<std::string> PlanLastValues(const internal::TableState& table,
 // so that DataFusion reads none of them from storage. A blob that does not
 // parse is dropped; DataFusion then reads that footer from the file.
 void ProvideFooters(internal::LakeState& lake,
-                    const std::vector<const LiveFile*>& files) {
-  for (const LiveFile* f : files) {
+                    const std::vector<const format::LiveFile*>& files) {
+  for (const format::LiveFile* f : files) {
     auto blob = lake.footers.Get(f->key);
     if (blob == nullptr) continue;
     const auto size = static_cast<uint64_t>(f->data_file.file_size_in_bytes);
@@ -208,7 +204,7 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
   if (request.is_object() && request.contains("last_values")) {
     return PlanLastValues(table, request["last_values"]);
   }
-  TIMELAKE_ASSIGN_OR_RAISE(auto files, ListLiveFiles(table));
+  TIMELAKE_ASSIGN_OR_RAISE(auto files, internal::ListLiveFiles(table));
   // The session's SET values, then the table's properties, then defaults.
   std::map<std::string, std::string> session;
   if (request.is_object() && request.contains("settings") &&
@@ -244,7 +240,7 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
   json list = json::array();
   std::vector<const format::DataFile*> kept;
   size_t pruned = 0;
-  std::vector<const LiveFile*> survivors;
+  std::vector<const format::LiveFile*> survivors;
   for (const auto& f : files) {
     if (!MayMatch(f.data_file, filters, *table.schema)) {
       ++pruned;
@@ -258,7 +254,7 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
   if (newest_first && contract.time_column) {
     const auto field = table.schema->GetFieldByName(*contract.time_column);
     const auto id = field ? format::FieldId(*field) : std::nullopt;
-    auto newest = [&](const LiveFile* f) -> int64_t {
+    auto newest = [&](const format::LiveFile* f) -> int64_t {
       if (!id) return 0;
       auto it = f->data_file.upper_bounds.find(*id);
       if (it == f->data_file.upper_bounds.end()) return INT64_MAX;  // unknown: read early
@@ -267,9 +263,9 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
     };
     std::stable_sort(
         survivors.begin(), survivors.end(),
-        [&](const LiveFile* a, const LiveFile* b) { return newest(a) > newest(b); });
+        [&](const format::LiveFile* a, const format::LiveFile* b) { return newest(a) > newest(b); });
   }
-  for (const LiveFile* f : survivors) {
+  for (const format::LiveFile* f : survivors) {
     const bool sorted = sort_order != 0 && f->data_file.sort_order_id == sort_order;
     list.push_back({{"path", f->key},
                     {"size", f->data_file.file_size_in_bytes},
@@ -317,7 +313,7 @@ std::string PlanPinnedScan(const PinnedScan& pinned) {
          {"sorted", sort_order != 0 && f.data_file.sort_order_id == sort_order}});
     group.push_back(i);
   }
-  std::vector<const LiveFile*> files;
+  std::vector<const format::LiveFile*> files;
   for (const auto& f : pinned.files) files.push_back(&f);
   ProvideFooters(*table.lake, files);
   json answer = {{"files", list}};
@@ -337,50 +333,6 @@ std::string PlanPinnedScan(const PinnedScan& pinned) {
                        {"keep", pinned.dedup ? "last" : "all"}};
   }
   return answer.dump();
-}
-
-arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& table) {
-  if (table.head_files != nullptr) return *table.head_files;
-  std::vector<LiveFile> out;
-  const auto* snapshot = table.metadata.CurrentSnapshot();
-  if (snapshot == nullptr) return out;
-  const auto& store = *table.lake->store;
-  const std::string context = "planning a scan of " + table.name.ToString() +
-                              " snapshot " + std::to_string(snapshot->snapshot_id);
-  TIMELAKE_ASSIGN_OR_RAISE(auto list_key, store.KeyOf(snapshot->manifest_list));
-  auto list_bytes = internal::GetImmutable(*table.lake, list_key);
-  if (!list_bytes.ok()) return WithContext(list_bytes.status(), context);
-  auto manifests = format::ReadManifestList(AsView(**list_bytes));
-  if (!manifests.ok()) {
-    return WithContext(manifests.status(),
-                       context + ": manifest list " + snapshot->manifest_list);
-  }
-  for (const auto& m : *manifests) {
-    if (m.content != 0) {
-      // Skipping delete files would return deleted rows: refuse instead.
-      return Unsupported(context + ": manifest " + m.manifest_path +
-                         " lists delete files (row-level deletes are not supported yet)");
-    }
-    TIMELAKE_ASSIGN_OR_RAISE(auto key, store.KeyOf(m.manifest_path));
-    auto bytes = internal::GetImmutable(*table.lake, key);
-    if (!bytes.ok()) return WithContext(bytes.status(), context);
-    auto contents = format::ReadManifest(AsView(**bytes));
-    if (!contents.ok()) {
-      return WithContext(contents.status(), context + ": manifest " + m.manifest_path);
-    }
-    for (const auto& e : contents->entries) {
-      if (e.status == 2) continue;  // DELETED
-      LiveFile f;
-      TIMELAKE_ASSIGN_OR_RAISE(f.key, store.KeyOf(e.data_file.file_path));
-      f.sequence_number = e.sequence_number ? e.sequence_number : m.sequence_number;
-      f.snapshot_id = e.snapshot_id.value_or(m.added_snapshot_id);
-      f.file_sequence_number = e.file_sequence_number.value_or(m.sequence_number);
-      f.added = e.status == format::kEntryAdded;
-      f.data_file = e.data_file;
-      out.push_back(std::move(f));
-    }
-  }
-  return out;
 }
 
 TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake,

@@ -14,24 +14,10 @@
 #include <vector>
 
 #include "timelake/format/manifest.h"
-#include "timelake/table/internal.h"
+#include "timelake/state/state.h"
 #include "timelake_platform.h"
 
 namespace timelake::read {
-
-// A live data file of a table version.
-struct LiveFile {
-  std::string key;                         // relative to the warehouse root
-  std::optional<int64_t> sequence_number;  // inherited from the manifest when unset
-  int64_t snapshot_id = 0;                 // the snapshot that added it
-  int64_t file_sequence_number = 0;
-  bool added = false;          // status ADDED (not EXISTING)
-  format::DataFile data_file;  // size, record count and the statistics for pruning
-};
-
-// The data files of the table's current snapshot (none without one).
-// Errors: kCorrupt (manifests that do not parse), kStorage.
-arrow::Result<std::vector<LiveFile>> ListLiveFiles(const internal::TableState& table);
 
 // What file pruning did for one scan of one table.
 struct ScanStats {
@@ -74,7 +60,7 @@ arrow::Status CheckSessionSetting(std::string_view name, std::string_view value)
 // Tables without a time column are read as they are, in no order.
 struct PinnedScan {
   std::shared_ptr<const internal::TableState> table;
-  std::vector<LiveFile> files;
+  std::vector<format::LiveFile> files;
   bool dedup = false;
 };
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
-#include "timelake/table/contract.h"
+#include "timelake/settings/contract.h"
 
 #include "timelake/settings.h"
 

@@ -6,8 +6,8 @@
 // the snapshot summary's `timelake.last-value-index`. The layout is Timelake
 // 0.7's, so either implementation answers `latest` from the other's index.
 
-#ifndef TIMELAKE_TABLE_LVI_H_
-#define TIMELAKE_TABLE_LVI_H_
+#ifndef TIMELAKE_WRITE_LVI_H_
+#define TIMELAKE_WRITE_LVI_H_
 
 #include <memory>
 #include <optional>
@@ -17,8 +17,7 @@
 
 #include "timelake/format/table_metadata.h"
 #include "timelake/storage/store.h"
-#include "timelake/table/contract.h"
-#include "timelake/table/internal.h"
+#include "timelake/settings/contract.h"
 
 namespace timelake::internal {
 
@@ -26,13 +25,6 @@ inline constexpr char kLastValueIndexKey[] = "timelake.last-value-index";
 
 // The index URI of a snapshot, if it has one.
 std::optional<std::string> LviUri(const format::Snapshot& snapshot);
-
-// Reads an index and aligns it to `table_schema` (an index written before a
-// schema change lacks the new columns: they read as nulls). Errors:
-// kNotFound, kCorrupt naming the file, kStorage.
-// Reads through the lake's object cache (indexes are immutable).
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
-    LakeState& lake, const std::string& uri, const arrow::Schema& table_schema);
 
 // The index after an append: the newest row per series of the previous index
 // (may be null) and `added` (the appended rows' newest rows, may be null), by
@@ -52,4 +44,4 @@ arrow::Result<std::string> WriteLvi(const storage::Store& store,
 
 }  // namespace timelake::internal
 
-#endif  // TIMELAKE_TABLE_LVI_H_
+#endif  // TIMELAKE_WRITE_LVI_H_

@@ -1,20 +1,20 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
-#include "timelake/table/head.h"
+#include "timelake/format/head.h"
 
 #include <arrow/api.h>
 #include <gtest/gtest.h>
 
 #include "timelake/testing/matchers.h"
 
-namespace timelake::internal {
+namespace timelake::format {
 namespace {
 
 Head SampleHead() {
   Head head;
   head.version = 7;
   head.metadata_json = R"({"format-version":2})";
-  read::LiveFile f;
+  LiveFile f;
   f.data_file.file_path = "file:///w/default/t/data/time_day=2024-01-02/a.parquet";
   f.data_file.file_size_in_bytes = 1234;
   f.data_file.record_count = 10;
@@ -84,4 +84,4 @@ TEST(HeadTest, BadBytesAreCorruptNamingTheObject) {
 }
 
 }  // namespace
-}  // namespace timelake::internal
+}  // namespace timelake::format

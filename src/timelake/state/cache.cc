@@ -3,7 +3,7 @@
 // The lake's in-process caches (internal.h).
 
 #include "timelake/settings.h"
-#include "timelake/table/internal.h"
+#include "timelake/state/state.h"
 
 namespace timelake::internal {
 

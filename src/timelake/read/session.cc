@@ -6,9 +6,9 @@
 #include "timelake/read/catalog.h"
 #include "timelake/settings.h"
 #include "timelake/storage/store.h"
-#include "timelake/table/internal.h"
-#include "timelake/table/lvi.h"
-#include "timelake/table/maintain.h"
+#include "timelake/state/state.h"
+#include "timelake/write/lvi.h"
+#include "timelake/read/session.h"
 #include "timelake_platform.h"
 
 namespace timelake {
@@ -74,7 +74,7 @@ std::string QuoteName(const std::string& name) {
 }  // namespace
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
-    std::shared_ptr<const TableState> table, std::vector<read::LiveFile> files,
+    std::shared_ptr<const TableState> table, std::vector<format::LiveFile> files,
     bool dedup) {
   const std::string context =
       "merging " + std::to_string(files.size()) + " files of " + table->name.ToString();

@@ -4,8 +4,8 @@
 // and the layout policy, read from `timelake.*` table properties. (The full
 // settings registry, include/timelake/settings.h, declares every key.)
 
-#ifndef TIMELAKE_TABLE_CONTRACT_H_
-#define TIMELAKE_TABLE_CONTRACT_H_
+#ifndef TIMELAKE_SETTINGS_CONTRACT_H_
+#define TIMELAKE_SETTINGS_CONTRACT_H_
 
 #include <map>
 #include <optional>
@@ -62,4 +62,4 @@ std::string JoinList(const std::vector<std::string>& items);
 
 }  // namespace timelake::internal
 
-#endif  // TIMELAKE_TABLE_CONTRACT_H_
+#endif  // TIMELAKE_SETTINGS_CONTRACT_H_

@@ -2,8 +2,8 @@
 //
 // The state behind the public handles (pimpl).
 
-#ifndef TIMELAKE_TABLE_INTERNAL_H_
-#define TIMELAKE_TABLE_INTERNAL_H_
+#ifndef TIMELAKE_STATE_STATE_H_
+#define TIMELAKE_STATE_STATE_H_
 
 #include <chrono>
 #include <list>
@@ -16,15 +16,13 @@
 
 #include <arrow/record_batch.h>
 
+#include "timelake/format/manifest.h"
 #include "timelake/format/table_metadata.h"
 #include "timelake/storage/store.h"
-#include "timelake/table/contract.h"
+#include "timelake/settings/contract.h"
 #include "timelake/timelake.h"
 #include "timelake/util/clock.h"
-
-namespace timelake::read {
-struct LiveFile;
-}  // namespace timelake::read
+#include "timelake/write/data_writer.h"
 
 namespace timelake::internal {
 
@@ -88,6 +86,11 @@ struct LakeState {
   std::unordered_map<std::string, std::shared_ptr<const std::string>> index_ipc;
 };
 
+// Test access to a lake's state (e.g. to give it a FakeClock).
+struct LakeAccess {
+  static std::shared_ptr<LakeState> State(const Lake& lake) { return lake.state_; }
+};
+
 // Get of an immutable object through the lake's cache.
 arrow::Result<std::shared_ptr<arrow::Buffer>> GetImmutable(LakeState& lake,
                                                            const std::string& key);
@@ -106,7 +109,7 @@ struct TableState {
   // From a current head object (head.h), when the version was loaded
   // through one: the live data files and the last-value index, so that
   // planning needs no manifest or index read.
-  std::shared_ptr<const std::vector<read::LiveFile>> head_files;
+  std::shared_ptr<const std::vector<format::LiveFile>> head_files;
   std::shared_ptr<arrow::RecordBatch> head_last_values;
 };
 
@@ -135,6 +138,25 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
 arrow::Result<std::shared_ptr<const TableState>> LoadTableStateForRead(
     std::shared_ptr<LakeState> lake, const TableName& name);
 
+// The data files of the table's current snapshot (none without one): from
+// the head when the version was loaded through one, else from the
+// manifests. Errors: kCorrupt (manifests that do not parse), kUnsupported
+// (delete files), kStorage.
+arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table);
+
+// Reads a last-value index (write/lvi.h) and aligns it to `table_schema` (an
+// index written before a schema change lacks the new columns: they read as
+// nulls), through the lake's object cache and its cache of decoded indexes
+// (indexes are immutable). Errors: kNotFound, kCorrupt naming the file,
+// kStorage.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
+    LakeState& lake, const std::string& uri, const arrow::Schema& table_schema);
+
+// The write layout of a table. The partitioning comes from the partition
+// spec, the source of truth other engines read: Timelake's hour/day/month of
+// the time column, or none. Errors: kUnsupported for other specs.
+arrow::Result<write::Layout> LayoutOf(const TableState& t);
+
 }  // namespace timelake::internal
 
-#endif  // TIMELAKE_TABLE_INTERNAL_H_
+#endif  // TIMELAKE_STATE_STATE_H_

@@ -18,8 +18,8 @@
 // sections they do not know. A head whose version is not the newest listed
 // is stale and ignored: it never decides an answer on its own.
 
-#ifndef TIMELAKE_TABLE_HEAD_H_
-#define TIMELAKE_TABLE_HEAD_H_
+#ifndef TIMELAKE_FORMAT_HEAD_H_
+#define TIMELAKE_FORMAT_HEAD_H_
 
 #include <memory>
 #include <string>
@@ -27,17 +27,16 @@
 
 #include <arrow/record_batch.h>
 
-#include "timelake/read/catalog.h"
-#include "timelake/table/internal.h"
+#include "timelake/format/manifest.h"
 
-namespace timelake::internal {
+namespace timelake::format {
 
 inline constexpr char kHeadName[] = "timelake-head";
 
 struct Head {
   int64_t version = 0;
   std::string metadata_json;
-  std::vector<read::LiveFile> files;  // key left empty: callers resolve paths
+  std::vector<LiveFile> files;  // key left empty: callers resolve paths
   std::shared_ptr<arrow::RecordBatch> last_values;  // may be null
   // Self-contained footer blobs (storage::Store::FooterFromTail) by data
   // file URI.
@@ -51,13 +50,6 @@ arrow::Result<std::string> EncodeHead(const Head& head);
 // unknown codec, sections that do not parse).
 arrow::Result<Head> DecodeHead(std::string_view bytes, const std::string& uri);
 
-// The head of `state`'s version, built from its live files and last-value
-// index and put to metadata/timelake-head, in the background (Flush() waits).
-// Within head-inline-bytes it inlines the index (while its file fits), then
-// the footers the lake holds of the newest files. Best effort: a failure
-// leaves the previous head, which readers then find stale.
-void WriteHeadAsync(std::shared_ptr<const TableState> state);
+}  // namespace timelake::format
 
-}  // namespace timelake::internal
-
-#endif  // TIMELAKE_TABLE_HEAD_H_
+#endif  // TIMELAKE_FORMAT_HEAD_H_

@@ -5,8 +5,8 @@
 // k-way merge through DataFusion into SortedFileWriter), the commits that
 // replace files, snapshot expiry and the orphan sweep.
 
-#ifndef TIMELAKE_TABLE_MAINTAIN_H_
-#define TIMELAKE_TABLE_MAINTAIN_H_
+#ifndef TIMELAKE_MAINTAIN_MAINTAIN_H_
+#define TIMELAKE_MAINTAIN_MAINTAIN_H_
 
 #include <chrono>
 #include <cstdint>
@@ -20,43 +20,12 @@
 #include <nlohmann/json.hpp>
 
 #include "timelake/format/manifest.h"
-#include "timelake/read/catalog.h"
-#include "timelake/table/internal.h"
+#include "timelake/state/state.h"
 #include "timelake/write/data_writer.h"
 
 namespace timelake::internal {
 
-// Test access to a lake's state (e.g. to give it a FakeClock).
-struct LakeAccess {
-  static std::shared_ptr<LakeState> State(const Lake& lake) { return lake.state_; }
-};
-
 // --- Helpers shared with the append path (table.cc) ---
-
-// The write layout of a table. Errors: kUnsupported for partition specs other
-// than the hour, day or month of the time column.
-arrow::Result<write::Layout> LayoutOf(const TableState& t);
-std::vector<format::PartitionFieldType> PartitionTypeOf(
-    const format::PartitionSpec& spec);
-nlohmann::json SpecFieldsJson(const format::PartitionSpec& spec);
-// The ADDED manifest entry of a file written for `snapshot_id`.
-format::ManifestEntry NewEntry(const write::WrittenFile& f, const TableState& base,
-                               int64_t snapshot_id);
-format::ManifestWriteOptions ManifestOptionsOf(const TableState& base);
-
-// Whether a manifest list entry may list live (added or existing) files.
-inline bool HasLiveFiles(const format::ManifestFile& m) {
-  if (!m.added_files_count || !m.existing_files_count) return true;  // unknown
-  return *m.added_files_count + *m.existing_files_count > 0;
-}
-
-// Reads `files` of `table` as one stream in the table's schema, merged in
-// (series…, time, insertion, commit) order; with `dedup`, one row per
-// (series…, time) by the tie rule. Tables without a time column: in no
-// particular order. Memory stays bounded by a few batches per file.
-arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
-    std::shared_ptr<const TableState> table, std::vector<read::LiveFile> files,
-    bool dedup);
 
 // --- Rules ---
 
@@ -84,7 +53,7 @@ int Tier(int64_t bytes);
 inline constexpr size_t kTierFanIn = 4;
 
 // The partition value of a live file (nullopt: unpartitioned).
-std::optional<int32_t> PartitionValueOf(const read::LiveFile& file);
+std::optional<int32_t> PartitionValueOf(const format::LiveFile& file);
 
 // [start, end) of a partition in microseconds since the epoch.
 std::pair<int64_t, int64_t> PartitionRange(int32_t value, Chunk chunk);
@@ -92,7 +61,7 @@ std::pair<int64_t, int64_t> PartitionRange(int32_t value, Chunk chunk);
 // One rewrite: input files of one partition.
 struct Rewrite {
   std::optional<int32_t> partition;
-  std::vector<read::LiveFile> inputs;
+  std::vector<format::LiveFile> inputs;
   // Some of the partition's files only (the merge budget split them): the
   // outputs are merged again by another pass.
   bool partial = false;
@@ -107,14 +76,14 @@ inline constexpr size_t kMergeMaxFiles = 64;
 // Size-tiered compaction of `partitions`: in each that holds at least
 // min_files small files (under 3/4 of the target), the files of the lowest
 // tier holding kTierFanIn of them.
-std::vector<Rewrite> PlanTiered(const std::vector<read::LiveFile>& files,
+std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
                                 const MaintainRules& rules,
                                 const std::set<std::optional<int32_t>>& partitions);
 
 // Whether a partition's files need a full rewrite: a file not sorted by the
 // table's sort order, more files than its bytes need, or (dedup tables)
 // files that may share keys.
-bool NeedsRewrite(const std::vector<const read::LiveFile*>& files,
+bool NeedsRewrite(const std::vector<const format::LiveFile*>& files,
                   const TableState& table, const MaintainRules& rules);
 
 // Full rewrites of every partition that needs one (Table::Maintain), or of
@@ -122,7 +91,7 @@ bool NeedsRewrite(const std::vector<const read::LiveFile*>& files,
 // newest row of the table, newest first, at most `limit`. A partition's
 // files are split into several rewrites when one would exceed the merge
 // budget (smallest files first).
-std::vector<Rewrite> PlanFull(const std::vector<read::LiveFile>& files,
+std::vector<Rewrite> PlanFull(const std::vector<format::LiveFile>& files,
                               const TableState& table, const MaintainRules& rules,
                               bool cold_only, size_t limit);
 
@@ -162,4 +131,4 @@ arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(
 
 }  // namespace timelake::internal
 
-#endif  // TIMELAKE_TABLE_MAINTAIN_H_
+#endif  // TIMELAKE_MAINTAIN_MAINTAIN_H_

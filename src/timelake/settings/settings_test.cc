@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "timelake/table/contract.h"
+#include "timelake/settings/contract.h"
 #include "timelake/testing/matchers.h"
 
 namespace timelake::settings {

@@ -1,6 +1,6 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
-#include "timelake/table/head.h"
+#include "timelake/format/head.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,11 +10,8 @@
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
 
-#include "timelake/commit/commit.h"
-#include "timelake/settings.h"
-#include "timelake/table/lvi.h"
 
-namespace timelake::internal {
+namespace timelake::format {
 
 namespace {
 
@@ -161,7 +158,7 @@ arrow::Status DecodeFiles(const arrow::RecordBatch& batch, Head* head) {
     return arrow::Status::Invalid("the files section lacks a required column");
   }
   for (int64_t i = 0; i < batch.num_rows(); ++i) {
-    read::LiveFile f;
+    LiveFile f;
     auto& d = f.data_file;
     d.file_path = path->GetString(i);
     d.file_size_in_bytes = static_cast<int64_t>(size->Value(i));
@@ -349,55 +346,4 @@ arrow::Result<Head> DecodeHead(std::string_view bytes, const std::string& uri) {
   return head;
 }
 
-void WriteHeadAsync(std::shared_ptr<const TableState> state) {
-  const settings::Resolver resolve(nullptr, nullptr, &state->metadata.properties);
-  // "json" is a codec 0.7 knows; this writer has only "arrow" and writes
-  // nothing for the others ("none" means no head).
-  if (resolve.Get("head-format").value_or("arrow") != "arrow") return;
-  const int64_t inline_limit = resolve.GetInt("head-inline-bytes").ValueOr(0);
-  commit::RunInBackground([state = std::move(state), inline_limit] {
-    Head head;
-    head.version = state->version;
-    head.metadata_json = state->metadata.Serialize();
-    auto files = read::ListLiveFiles(*state);
-    if (!files.ok()) return;
-    head.files = std::move(*files);
-    int64_t budget = inline_limit;
-    if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
-      if (auto uri = LviUri(*snapshot)) {
-        auto index = ReadLvi(*state->lake, *uri, *state->schema);
-        if (!index.ok()) return;  // without its index the head would mislead
-        // Inlined while it fits in head-inline-bytes; a bigger index stays in
-        // its own file (the head then plans scans, `latest` reads the file).
-        // The index file's size (compressed Parquet) is what must fit.
-        auto key = state->lake->store->KeyOf(*uri);
-        auto bytes = key.ok()
-                         ? internal::GetImmutable(*state->lake, *key)
-                         : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
-        if (bytes.ok() && (*bytes)->size() <= inline_limit) {
-          head.last_values = *index;
-          budget -= (*bytes)->size();
-        }
-      }
-    }
-    // Then the footers of the newest files (the ones queries of recent data
-    // read), as far as this lake holds them and they fit.
-    std::vector<const read::LiveFile*> newest;
-    for (const auto& f : head.files) newest.push_back(&f);
-    std::stable_sort(newest.begin(), newest.end(), [](const auto* a, const auto* b) {
-      return a->sequence_number.value_or(0) > b->sequence_number.value_or(0);
-    });
-    for (const auto* f : newest) {
-      auto blob = state->lake->footers.Get(f->key);
-      if (blob == nullptr || blob->size() > budget) continue;
-      budget -= blob->size();
-      head.footers.emplace_back(f->data_file.file_path, std::move(blob));
-    }
-    auto bytes = EncodeHead(head);
-    if (!bytes.ok()) return;
-    (void)state->lake->store->Put(
-        commit::MetadataPrefix(state->table_key) + "/" + kHeadName, *bytes);
-  });
-}
-
-}  // namespace timelake::internal
+}  // namespace timelake::format

@@ -1,6 +1,6 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
-#include "timelake/table/lvi.h"
+#include "timelake/write/lvi.h"
 
 #include <arrow/io/memory.h>
 #include <arrow/table.h>
@@ -8,7 +8,7 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
-#include "timelake/commit/commit.h"
+#include "timelake/versions/versions.h"
 #include "timelake/timelake.h"
 
 namespace timelake::internal {
@@ -17,39 +17,6 @@ std::optional<std::string> LviUri(const format::Snapshot& snapshot) {
   auto it = snapshot.summary.find(kLastValueIndexKey);
   if (it == snapshot.summary.end() || it->second.empty()) return std::nullopt;
   return it->second;
-}
-
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
-    LakeState& lake, const std::string& uri, const arrow::Schema& table_schema) {
-  const std::string context = "reading the last-value index " + uri;
-  TIMELAKE_ASSIGN_OR_RAISE(auto key, lake.store->KeyOf(uri));
-  // Indexes are immutable: a decoded one is reused while the table schema
-  // is the same (warm `latest` then decodes nothing).
-  {
-    std::lock_guard<std::mutex> lock(lake.indexes_mu);
-    auto it = lake.indexes.find(key);
-    if (it != lake.indexes.end() && it->second->schema()->Equals(table_schema)) {
-      return it->second;
-    }
-  }
-  auto bytes = GetImmutable(lake, key);
-  if (!bytes.ok()) return WithContext(bytes.status(), context);
-  auto corrupt = [&](const arrow::Status& st) {
-    return MakeError(ErrorKind::kCorrupt, context + ": " + st.message());
-  };
-  auto reader = parquet::arrow::OpenFile(
-      std::make_shared<arrow::io::BufferReader>(*bytes), arrow::default_memory_pool());
-  if (!reader.ok()) return corrupt(reader.status());
-  auto table = (*reader)->ReadTable();
-  if (!table.ok()) return corrupt(table.status());
-  auto batch = (*table)->CombineChunksToBatch();
-  if (!batch.ok()) return corrupt(batch.status());
-  auto aligned = AlignBatch(**batch, table_schema);
-  if (!aligned.ok()) return corrupt(aligned.status());
-  std::lock_guard<std::mutex> lock(lake.indexes_mu);
-  if (lake.indexes.size() >= kDecodedIndexes) lake.indexes.clear();
-  lake.indexes[key] = *aligned;
-  return *aligned;
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> MergeLvi(
@@ -71,7 +38,7 @@ arrow::Result<std::string> WriteLvi(const storage::Store& store,
                                     const std::string& table_key, int64_t snapshot_id,
                                     const arrow::RecordBatch& index,
                                     const std::string& uuid) {
-  const std::string key = commit::MetadataPrefix(table_key) + "/lvi-" +
+  const std::string key = versions::MetadataPrefix(table_key) + "/lvi-" +
                           std::to_string(snapshot_id) + "-" + uuid + ".parquet";
   const std::string context = "writing the last-value index " + store.Uri(key);
   auto sink = arrow::io::BufferOutputStream::Create();

@@ -1,6 +1,6 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
-#include "timelake/table/maintain.h"
+#include "timelake/maintain/maintain.h"
 
 #include <iostream>
 #include <map>
@@ -18,7 +18,7 @@
 
 #include "timelake/read/catalog.h"
 #include "timelake/storage/store.h"
-#include "timelake/table/lvi.h"
+#include "timelake/write/lvi.h"
 #include "timelake/testing/matchers.h"
 #include "timelake/testing/test_warehouse.h"
 #include "timelake/timelake.h"
@@ -166,10 +166,10 @@ class Maintenance : public ::testing::TestWithParam<Backend> {
     return *t;
   }
 
-  std::vector<read::LiveFile> Live(const Table& table) {
+  std::vector<format::LiveFile> Live(const Table& table) {
     auto state = LoadTableState(LakeAccess::State(*lake_), table.name());
     EXPECT_TRUE(state.ok());
-    auto files = read::ListLiveFiles(**state);
+    auto files = internal::ListLiveFiles(**state);
     EXPECT_TRUE(files.ok());
     return *files;
   }
@@ -235,9 +235,9 @@ TEST_P(Maintenance, BigPartitionsAreMergedInGroupsWithinTheMergeBudget) {
   auto state = *LoadTableState(LakeAccess::State(*lake_), table.name());
   const auto rules = *RulesOf(*state);
   const int64_t sort_order = state->metadata.doc.value("default-sort-order-id", 0);
-  std::vector<read::LiveFile> files;
+  std::vector<format::LiveFile> files;
   for (int i = 0; i < 10; ++i) {
-    read::LiveFile f;
+    format::LiveFile f;
     f.key = "default/m/data/time_day=2026-01-01/f" + std::to_string(i) + ".parquet";
     f.data_file.file_size_in_bytes = 100LL << 20;  // one 1M-row group of 100 MiB each
     f.data_file.record_count = 1 << 20;
@@ -481,7 +481,7 @@ TEST_P(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
   auto lake = LakeAccess::State(*lake_);
   auto planned_on = *LoadTableState(lake, table.name());
   auto rules = *RulesOf(*planned_on);
-  auto jobs = PlanFull(*read::ListLiveFiles(*planned_on), *planned_on, rules, false, 10);
+  auto jobs = PlanFull(*internal::ListLiveFiles(*planned_on), *planned_on, rules, false, 10);
   ASSERT_EQ(jobs.size(), 1u);
 
   // A concurrent append: the rewrite still commits on top of it.

@@ -1,0 +1,309 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+
+#include "timelake/state/state.h"
+
+#include <algorithm>
+#include <future>
+
+#include <arrow/io/memory.h>
+#include <arrow/table.h>
+#include <parquet/arrow/reader.h>
+
+#include "timelake/format/head.h"
+#include "timelake/format/schema.h"
+#include "timelake/settings.h"
+#include "timelake/versions/versions.h"
+#include "timelake/write/align.h"
+#include "timelake/write/lvi.h"
+
+namespace timelake::internal {
+
+namespace {
+
+std::string_view AsView(const arrow::Buffer& b) {
+  return {reinterpret_cast<const char*>(b.data()), static_cast<size_t>(b.size())};
+}
+
+}  // namespace
+
+namespace {
+
+// Parses "MAJOR.MINOR.PATCH"; missing parts are 0.
+std::array<int, 3> ParseSemver(const std::string& text) {
+  std::array<int, 3> v{0, 0, 0};
+  size_t pos = 0;
+  for (int i = 0; i < 3 && pos <= text.size(); ++i) {
+    size_t end = text.find('.', pos);
+    if (end == std::string::npos) end = text.size();
+    try {
+      v[i] = std::stoi(text.substr(pos, end - pos));
+    } catch (...) {
+      v[i] = 0;
+    }
+    pos = end + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
+    std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
+    std::string metadata_key, format::TableMetadata metadata) {
+  auto it = metadata.properties.find(property::kFormatVersion);
+  if (it != metadata.properties.end()) {
+    const auto theirs = ParseSemver(it->second);
+    const auto ours = ParseSemver(std::string(kFormatVersion));
+    if (theirs[0] > ours[0]) {
+      return Unsupported("table " + name.ToString() + " has Timelake format " +
+                         it->second + ", newer than " + std::string(kFormatVersion) +
+                         " which this build reads: upgrade Timelake");
+    }
+  }
+  auto state = std::make_shared<TableState>(name);
+  state->lake = std::move(lake);
+  state->table_key = TableKey(name);
+  state->version = version;
+  state->metadata_key = std::move(metadata_key);
+  auto schema = format::IcebergToArrow(metadata.CurrentSchema());
+  if (!schema.ok())
+    return WithContext(schema.status(), "loading table " + name.ToString());
+  state->schema = *schema;
+  auto contract = ParseContract(metadata.properties);
+  if (!contract.ok())
+    return WithContext(contract.status(), "loading table " + name.ToString());
+  state->contract = *contract;
+  state->metadata = std::move(metadata);
+  // Loads and this lake's own commits are what later queries read.
+  if (state->lake != nullptr) state->lake->tables.Remember(*state);
+  return std::shared_ptr<const TableState>(std::move(state));
+}
+
+namespace {
+
+// The state of `version` from a head object that is current, or nullptr
+// when the head is missing, stale or unreadable (the ordinary path then).
+std::shared_ptr<const TableState> FromHead(
+    const std::shared_ptr<LakeState>& lake, const TableName& name,
+    const versions::Version& version,
+    const arrow::Result<std::shared_ptr<arrow::Buffer>>& bytes) {
+  if (!bytes.ok()) return nullptr;
+  const auto& store = *lake->store;
+  const std::string uri =
+      store.Uri(versions::MetadataPrefix(TableKey(name)) + "/" + format::kHeadName);
+  auto head = format::DecodeHead((*bytes)->ToString(), uri);
+  if (!head.ok() || head->version != version.number) return nullptr;
+  auto metadata =
+      format::TableMetadata::Parse(head->metadata_json, store.Uri(version.key));
+  if (!metadata.ok()) return nullptr;
+  auto files = std::make_shared<std::vector<format::LiveFile>>(std::move(head->files));
+  for (auto& f : *files) {
+    auto key = store.KeyOf(f.data_file.file_path);
+    if (!key.ok()) return nullptr;
+    f.key = *key;
+  }
+  auto made =
+      MakeTableState(lake, name, version.number, version.key, std::move(*metadata));
+  if (!made.ok()) return nullptr;
+  // Footers the head carries: for the scans of this lake (read/catalog.cc)
+  // and for the heads it writes next.
+  for (auto& [file_uri, blob] : head->footers) {
+    if (auto key = store.KeyOf(file_uri); key.ok())
+      lake->footers.Put(*key, std::move(blob));
+  }
+  auto state = std::make_shared<TableState>(**made);
+  state->head_files = std::move(files);
+  state->head_last_values = std::move(head->last_values);
+  lake->tables.Remember(*state);
+  return state;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
+    std::shared_ptr<LakeState> lake, const TableName& name) {
+  // The head and the listing of metadata/ in parallel: with a current head,
+  // that is the only round trip before the data.
+  const std::string table_key = TableKey(name);
+  auto head = std::async(std::launch::async, [&] {
+    return lake->store->Get(versions::MetadataPrefix(table_key) + "/" + format::kHeadName);
+  });
+  auto latest = versions::FindLatestVersion(*lake->store, table_key);
+  auto head_bytes = head.get();
+  TIMELAKE_RETURN_NOT_OK(latest.status());
+  if (!*latest) {
+    return NotFound("table " + name.ToString() + " not found in " +
+                    lake->store->root_url());
+  }
+  if (auto state = FromHead(lake, name, **latest, head_bytes)) return state;
+  auto bytes = lake->store->Get((*latest)->key);
+  if (!bytes.ok()) return WithContext(bytes.status(), "loading table " + name.ToString());
+  auto metadata = format::TableMetadata::Parse((*bytes)->ToString(),
+                                               lake->store->Uri((*latest)->key));
+  if (!metadata.ok()) {
+    return WithContext(metadata.status(), "loading table " + name.ToString());
+  }
+  return MakeTableState(std::move(lake), name, (*latest)->number, (*latest)->key,
+                        std::move(*metadata));
+}
+
+
+
+arrow::Result<std::vector<TableName>> ListTablesOf(const LakeState& lake,
+                                                   std::string_view ns) {
+  const auto& store = *lake.store;
+  std::vector<std::string> namespaces;
+  if (ns.empty()) {
+    TIMELAKE_ASSIGN_OR_RAISE(auto root, store.List("", true));
+    for (const auto& p : root.prefixes) {
+      if (ValidateNamePart(p, "namespace").ok()) namespaces.push_back(p);
+    }
+  } else {
+    TIMELAKE_RETURN_NOT_OK(ValidateNamePart(ns, "namespace"));
+    namespaces.emplace_back(ns);
+  }
+  std::vector<TableName> out;
+  for (const auto& n : namespaces) {
+    TIMELAKE_ASSIGN_OR_RAISE(auto listing, store.List(n + "/", true));
+    for (const auto& prefix : listing.prefixes) {
+      const std::string table = prefix.substr(prefix.rfind('/') + 1);
+      auto name = TableName::Parse(n + "." + table);
+      if (!name.ok()) continue;
+      TIMELAKE_ASSIGN_OR_RAISE(auto latest,
+                               versions::FindLatestVersion(store, n + "/" + table));
+      if (latest) out.push_back(*name);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+arrow::Result<std::vector<std::string>> ListNamespacesOf(const LakeState& lake) {
+  TIMELAKE_ASSIGN_OR_RAISE(auto tables, ListTablesOf(lake, ""));
+  std::vector<std::string> out;
+  for (const auto& t : tables) {
+    if (out.empty() || out.back() != t.ns()) out.push_back(t.ns());
+  }
+  return out;
+}
+
+
+arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table) {
+  if (table.head_files != nullptr) return *table.head_files;
+  std::vector<format::LiveFile> out;
+  const auto* snapshot = table.metadata.CurrentSnapshot();
+  if (snapshot == nullptr) return out;
+  const auto& store = *table.lake->store;
+  const std::string context = "planning a scan of " + table.name.ToString() +
+                              " snapshot " + std::to_string(snapshot->snapshot_id);
+  TIMELAKE_ASSIGN_OR_RAISE(auto list_key, store.KeyOf(snapshot->manifest_list));
+  auto list_bytes = GetImmutable(*table.lake, list_key);
+  if (!list_bytes.ok()) return WithContext(list_bytes.status(), context);
+  auto manifests = format::ReadManifestList(AsView(**list_bytes));
+  if (!manifests.ok()) {
+    return WithContext(manifests.status(),
+                       context + ": manifest list " + snapshot->manifest_list);
+  }
+  for (const auto& m : *manifests) {
+    if (m.content != 0) {
+      // Skipping delete files would return deleted rows: refuse instead.
+      return Unsupported(context + ": manifest " + m.manifest_path +
+                         " lists delete files (row-level deletes are not supported yet)");
+    }
+    TIMELAKE_ASSIGN_OR_RAISE(auto key, store.KeyOf(m.manifest_path));
+    auto bytes = GetImmutable(*table.lake, key);
+    if (!bytes.ok()) return WithContext(bytes.status(), context);
+    auto contents = format::ReadManifest(AsView(**bytes));
+    if (!contents.ok()) {
+      return WithContext(contents.status(), context + ": manifest " + m.manifest_path);
+    }
+    for (const auto& e : contents->entries) {
+      if (e.status == 2) continue;  // DELETED
+      format::LiveFile f;
+      TIMELAKE_ASSIGN_OR_RAISE(f.key, store.KeyOf(e.data_file.file_path));
+      f.sequence_number = e.sequence_number ? e.sequence_number : m.sequence_number;
+      f.snapshot_id = e.snapshot_id.value_or(m.added_snapshot_id);
+      f.file_sequence_number = e.file_sequence_number.value_or(m.sequence_number);
+      f.added = e.status == format::kEntryAdded;
+      f.data_file = e.data_file;
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
+    LakeState& lake, const std::string& uri, const arrow::Schema& table_schema) {
+  const std::string context = "reading the last-value index " + uri;
+  TIMELAKE_ASSIGN_OR_RAISE(auto key, lake.store->KeyOf(uri));
+  // Indexes are immutable: a decoded one is reused while the table schema
+  // is the same (warm `latest` then decodes nothing).
+  {
+    std::lock_guard<std::mutex> lock(lake.indexes_mu);
+    auto it = lake.indexes.find(key);
+    if (it != lake.indexes.end() && it->second->schema()->Equals(table_schema)) {
+      return it->second;
+    }
+  }
+  auto bytes = GetImmutable(lake, key);
+  if (!bytes.ok()) return WithContext(bytes.status(), context);
+  auto corrupt = [&](const arrow::Status& st) {
+    return MakeError(ErrorKind::kCorrupt, context + ": " + st.message());
+  };
+  auto reader = parquet::arrow::OpenFile(
+      std::make_shared<arrow::io::BufferReader>(*bytes), arrow::default_memory_pool());
+  if (!reader.ok()) return corrupt(reader.status());
+  auto table = (*reader)->ReadTable();
+  if (!table.ok()) return corrupt(table.status());
+  auto batch = (*table)->CombineChunksToBatch();
+  if (!batch.ok()) return corrupt(batch.status());
+  auto aligned = AlignBatch(**batch, table_schema);
+  if (!aligned.ok()) return corrupt(aligned.status());
+  std::lock_guard<std::mutex> lock(lake.indexes_mu);
+  if (lake.indexes.size() >= kDecodedIndexes) lake.indexes.clear();
+  lake.indexes[key] = *aligned;
+  return *aligned;
+}
+
+// The write layout of a table. The partitioning comes from the partition
+// spec, the source of truth other engines read: Timelake's hour/day/month of
+// the time column, or none. Errors: kUnsupported for other specs.
+arrow::Result<write::Layout> LayoutOf(const internal::TableState& t) {
+  write::Layout layout;
+  layout.schema = t.schema;
+  layout.time_column = t.contract.time_column;
+  layout.series_key = t.contract.series_key;
+  layout.ingest_column = t.contract.ingest_column;
+  layout.dedup = t.contract.dedup;
+  layout.compression = t.contract.compression;
+  layout.compression_level = t.contract.compression_level;
+  layout.row_group_rows = t.contract.row_group_rows;
+  layout.data_page_rows = t.contract.data_page_rows;
+  // Footers for the head object (head.h), which inlines them within
+  // head-inline-bytes.
+  const settings::Resolver resolve(nullptr, nullptr, &t.metadata.properties);
+  if (resolve.Get("head-format").value_or("arrow") == "arrow") {
+    layout.footer_bytes = resolve.GetInt("head-inline-bytes").ValueOr(0);
+  }
+  const auto& spec = t.metadata.DefaultSpec();
+  if (spec.fields.empty()) return layout;
+  const auto& field = spec.fields[0];
+  auto chunk = ParseChunk(field.transform);
+  std::optional<int> time_id;
+  if (t.contract.time_column) {
+    if (auto f = t.schema->GetFieldByName(*t.contract.time_column))
+      time_id = format::FieldId(*f);
+  }
+  if (spec.fields.size() != 1 || !chunk.ok() || !time_id || field.source_id != *time_id) {
+    return Unsupported(
+        "appending to " + t.name.ToString() +
+        ": its partition spec is not the hour, day or month of its time column "
+        "(other partitionings are not supported yet)");
+  }
+  layout.partitioned = true;
+  layout.chunk = *chunk;
+  layout.partition_field_name = field.name;
+  return layout;
+}
+
+}  // namespace timelake::internal
