@@ -13,7 +13,6 @@
 
 namespace timelake {
 
-
 arrow::Result<Lake> Lake::Open(std::string_view url,
                                const std::map<std::string, std::string>& options) {
   TIMELAKE_RETURN_NOT_OK(internal::EnsureCompute());
@@ -24,7 +23,6 @@ arrow::Result<Lake> Lake::Open(std::string_view url,
 }
 
 const std::string& Lake::url() const { return state_->store->root_url(); }
-
 
 arrow::Result<std::vector<TableName>> Lake::ListTables(std::string_view ns) const {
   return internal::ListTablesOf(*state_, ns);
@@ -107,7 +105,8 @@ arrow::Result<Table> Lake::CreateTable(std::string_view name_text,
   }
   m.properties = *props;
 
-  TIMELAKE_ASSIGN_OR_RAISE(bool won, versions::TryCommit(*state_->store, table_key, 1, m));
+  TIMELAKE_ASSIGN_OR_RAISE(bool won,
+                           versions::TryCommit(*state_->store, table_key, 1, m));
   if (!won) {
     return AlreadyExists(context + ": another writer created it at the same time");
   }
@@ -132,7 +131,8 @@ arrow::Status Lake::DropTable(std::string_view name_text) const {
   // Metadata first, so that a crash part-way leaves no half-table behind,
   // only unreferenced data files.
   TIMELAKE_ASSIGN_OR_RAISE(
-      auto metadata, state_->store->List(versions::MetadataPrefix(table_key) + "/", false));
+      auto metadata,
+      state_->store->List(versions::MetadataPrefix(table_key) + "/", false));
   for (const auto& obj : metadata.objects) {
     TIMELAKE_RETURN_NOT_OK(state_->store->Delete(obj.key));
   }

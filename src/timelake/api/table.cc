@@ -104,8 +104,8 @@ class PropertyChange : public commit::Change {
     if (auto contract = internal::ParseContract(next.properties); !contract.ok()) {
       return WithContext(contract.status(), context_);
     }
-    next.last_updated_ms =
-        std::max(internal::ToMillis(base.lake->clock->Now()), base.metadata.last_updated_ms);
+    next.last_updated_ms = std::max(internal::ToMillis(base.lake->clock->Now()),
+                                    base.metadata.last_updated_ms);
     return next;
   }
 
@@ -179,9 +179,8 @@ class AppendChange : public commit::Change {
       for (auto& m : carried) manifests.push_back(std::move(m));
     }
     auto list_bytes = format::WriteManifestList(
-        snapshot_id_,
-        parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt, seq,
-        manifests);
+        snapshot_id_, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
+        seq, manifests);
     if (!list_bytes.ok()) return WithContext(list_bytes.status(), context_);
     const std::string list_key = commit::ManifestListKey(
         base.table_key, snapshot_id_, attempt->number, internal::NewUuidV7(now));
@@ -196,7 +195,8 @@ class AppendChange : public commit::Change {
     snap.snapshot_id = snapshot_id_;
     if (parent) snap.parent_snapshot_id = parent->snapshot_id;
     snap.sequence_number = seq;
-    snap.timestamp_ms = std::max(internal::ToMillis(lake.clock->Now()), bm.last_updated_ms);
+    snap.timestamp_ms =
+        std::max(internal::ToMillis(lake.clock->Now()), bm.last_updated_ms);
     snap.manifest_list = store_.Uri(list_key);
     snap.schema_id = bm.current_schema_id;
     auto total = [&](const char* key) {
@@ -378,7 +378,8 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   result.version = outcome.state->version;
   if (outcome.landed_earlier) {
     // Our own commit is in the table although the put reported a lost race.
-    result.sequence_number = outcome.state->metadata.FindSnapshot(snapshot_id)->sequence_number;
+    result.sequence_number =
+        outcome.state->metadata.FindSnapshot(snapshot_id)->sequence_number;
     return std::make_pair(Table(outcome.state), result);
   }
   result.sequence_number = change.sequence_number();

@@ -171,7 +171,6 @@ void WriteHeadAsync(std::shared_ptr<const internal::TableState> state) {
   });
 }
 
-
 std::vector<format::PartitionFieldType> PartitionTypeOf(
     const format::PartitionSpec& spec) {
   std::vector<format::PartitionFieldType> out;
@@ -198,8 +197,8 @@ nlohmann::json SpecFieldsJson(const format::PartitionSpec& spec) {
   return fields;
 }
 
-format::ManifestEntry NewEntry(const write::WrittenFile& f, const internal::TableState& base,
-                               int64_t snapshot_id) {
+format::ManifestEntry NewEntry(const write::WrittenFile& f,
+                               const internal::TableState& base, int64_t snapshot_id) {
   format::ManifestEntry e;
   e.status = format::kEntryAdded;
   e.snapshot_id = snapshot_id;
@@ -229,7 +228,6 @@ format::ManifestWriteOptions ManifestOptionsOf(const internal::TableState& base)
   return mopts;
 }
 
-
 arrow::Result<std::vector<format::ManifestFile>> LiveManifestsOf(
     internal::LakeState& lake, const format::Snapshot& snapshot,
     const std::string& context) {
@@ -239,7 +237,8 @@ arrow::Result<std::vector<format::ManifestFile>> LiveManifestsOf(
                    ? internal::GetImmutable(lake, *list_key)
                    : arrow::Result<std::shared_ptr<arrow::Buffer>>(list_key.status());
   if (!bytes.ok()) {
-    return WithContext(bytes.status(), context + ": reading the manifest list of snapshot " +
+    return WithContext(bytes.status(), context +
+                                           ": reading the manifest list of snapshot " +
                                            std::to_string(snapshot.snapshot_id));
   }
   auto manifests = format::ReadManifestList(AsView(**bytes));

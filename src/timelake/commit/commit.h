@@ -125,7 +125,8 @@ void WriteHeadAsync(std::shared_ptr<const internal::TableState> state);
 // What the changes build snapshots from.
 
 // Iceberg's partition type of `spec` for manifests.
-std::vector<format::PartitionFieldType> PartitionTypeOf(const format::PartitionSpec& spec);
+std::vector<format::PartitionFieldType> PartitionTypeOf(
+    const format::PartitionSpec& spec);
 // The fields of `spec` as the JSON a manifest's metadata carries.
 nlohmann::json SpecFieldsJson(const format::PartitionSpec& spec);
 // The manifest entry (status ADDED) of a data file written for `base`.

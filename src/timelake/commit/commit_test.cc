@@ -1,1 +1,284 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The commit transaction (commit.h) against races staged by the change
+// itself: while it rebases, it lets another writer commit first, or makes
+// its own put look lost, or has its base version deleted.
+
+#include "timelake/commit/commit.h"
+
+#include <functional>
+#include <string>
+
+#include <arrow/api.h>
+#include <gtest/gtest.h>
+
+#include "timelake/testing/matchers.h"
+#include "timelake/timelake.h"
+#include "timelake/versions/versions.h"
+
+namespace timelake::commit {
+namespace {
+
+using internal::TableState;
+
+// A property change whose Rebase first runs `before` (the race to stage),
+// writes one object of its own per attempt and, when told, refuses to
+// rebase onto any version but the first.
+class TestChange : public Change {
+ public:
+  TestChange(const storage::Store& store, std::string key, std::string value)
+      : store_(store), key_(std::move(key)), value_(std::move(value)) {}
+
+  std::function<void(const TableState& base, int attempt)> before;
+  bool refuse_rebase = false;
+
+  arrow::Result<std::optional<format::TableMetadata>> Rebase(const TableState& base,
+                                                             Attempt* attempt) override {
+    ++rebases;
+    if (before) before(base, attempt->number);
+    if (refuse_rebase && attempt->number > 1) {
+      return Conflict("test change: cannot rebase onto version " +
+                      std::to_string(base.version));
+    }
+    const std::string object = base.table_key + "/metadata/test-attempt-" +
+                               std::to_string(attempt->number) + ".bin";
+    TIMELAKE_RETURN_NOT_OK(store_.Put(object, "x"));
+    attempt->written.push_back(object);
+    format::TableMetadata next = base.metadata;
+    next.properties[key_] = value_;
+    return next;
+  }
+
+  bool Landed(const TableState& base) const override {
+    auto it = base.metadata.properties.find(key_);
+    return it != base.metadata.properties.end() && it->second == value_;
+  }
+
+  void Abandon() override { ++abandoned; }
+
+  int rebases = 0;
+  int abandoned = 0;
+
+ private:
+  const storage::Store& store_;
+  const std::string key_, value_;
+};
+
+class TransactionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open("memory://"));
+    lake_ = std::make_unique<Lake>(std::move(lake));
+    auto schema = arrow::schema({arrow::field("v", arrow::int64())});
+    TL_ASSERT_OK_AND_ASSIGN(auto table, lake_->CreateTable("ns.t", *schema));
+    (void)table;
+  }
+
+  std::shared_ptr<internal::LakeState> state() const {
+    return internal::LakeAccess::State(*lake_);
+  }
+  const storage::Store& store() const { return *state()->store; }
+
+  std::shared_ptr<const TableState> Load() const {
+    auto loaded =
+        internal::LoadTableState(state(), TableName::Parse("ns.t").ValueOrDie());
+    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+    return *loaded;
+  }
+
+  // Another writer's commit of version base.version + 1.
+  void CommitOther(const TableState& base, const std::string& value) {
+    format::TableMetadata other = base.metadata;
+    other.properties["other"] = value;
+    auto won = versions::TryCommit(store(), base.table_key, base.version + 1, other,
+                                   base.metadata_key);
+    ASSERT_TRUE(won.ok() && *won);
+  }
+
+  bool Exists(const std::string& key) const { return store().Get(key).ok(); }
+
+  std::unique_ptr<Lake> lake_;
+};
+
+TEST_F(TransactionTest, CommitsOverItsBase) {
+  auto base = Load();
+  TestChange change(store(), "k", "1");
+  CommitOptions options;
+  options.context = "test";
+  TL_ASSERT_OK_AND_ASSIGN(auto outcome, Commit(base, &change, options));
+  EXPECT_TRUE(outcome.committed);
+  EXPECT_FALSE(outcome.landed_earlier);
+  EXPECT_EQ(outcome.attempts, 1);
+  EXPECT_EQ(outcome.conflicts_rebased, 0);
+  EXPECT_EQ(outcome.state->version, base->version + 1);
+  EXPECT_EQ(outcome.base->version, base->version);
+  EXPECT_EQ(change.abandoned, 0);
+  // The next version logs the one it replaced, and is what a load reads.
+  ASSERT_FALSE(outcome.state->metadata.doc["metadata-log"].empty());
+  EXPECT_EQ(outcome.state->metadata.doc["metadata-log"].back()["metadata-file"],
+            store().Uri(base->metadata_key));
+  auto loaded = Load();
+  EXPECT_EQ(loaded->version, outcome.state->version);
+  EXPECT_EQ(loaded->metadata.properties.at("k"), "1");
+  EXPECT_TRUE(Exists(base->table_key + "/metadata/test-attempt-1.bin"));
+}
+
+TEST_F(TransactionTest, LostRaceIsRebasedOntoTheWinner) {
+  auto base = Load();
+  TestChange change(store(), "k", "1");
+  change.before = [&](const TableState& b, int attempt) {
+    if (attempt == 1) CommitOther(b, "won");
+  };
+  TL_ASSERT_OK_AND_ASSIGN(auto outcome, Commit(base, &change, CommitOptions{}));
+  EXPECT_TRUE(outcome.committed);
+  EXPECT_EQ(outcome.attempts, 2);
+  EXPECT_EQ(outcome.conflicts_rebased, 1);
+  EXPECT_EQ(outcome.base->version, base->version + 1);  // the winner's version
+  EXPECT_EQ(outcome.state->version, base->version + 2);
+  // Both changes are in: ours rebased onto theirs.
+  EXPECT_EQ(outcome.state->metadata.properties.at("other"), "won");
+  EXPECT_EQ(outcome.state->metadata.properties.at("k"), "1");
+  // The lost attempt's object is gone, the winning attempt's kept.
+  EXPECT_FALSE(Exists(base->table_key + "/metadata/test-attempt-1.bin"));
+  EXPECT_TRUE(Exists(base->table_key + "/metadata/test-attempt-2.bin"));
+  EXPECT_EQ(change.abandoned, 0);
+}
+
+TEST_F(TransactionTest, ImpossibleRebaseIsAConflictThatLeavesNothing) {
+  auto base = Load();
+  TestChange change(store(), "k", "1");
+  change.refuse_rebase = true;
+  change.before = [&](const TableState& b, int attempt) {
+    if (attempt == 1) CommitOther(b, "won");
+  };
+  auto outcome = Commit(base, &change, CommitOptions{});
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(KindOf(outcome.status()), ErrorKind::kConflict);
+  EXPECT_NE(outcome.status().message().find("cannot rebase onto version 2"),
+            std::string::npos)
+      << outcome.status().ToString();
+  EXPECT_EQ(change.abandoned, 1);
+  EXPECT_FALSE(Exists(base->table_key + "/metadata/test-attempt-1.bin"));
+  // Only the other writer's version was committed.
+  auto loaded = Load();
+  EXPECT_EQ(loaded->version, base->version + 1);
+  EXPECT_EQ(loaded->metadata.properties.count("k"), 0u);
+}
+
+TEST_F(TransactionTest, AmbiguousPutThatLandedIsRecognised) {
+  // The put reports a lost race although the change is in the version that
+  // won (its first put landed, the retry saw the version taken): the reload
+  // finds it, and nothing is written again or deleted.
+  auto base = Load();
+  TestChange change(store(), "k", "1");
+  change.before = [&](const TableState& b, int attempt) {
+    if (attempt != 1) return;
+    format::TableMetadata landed = b.metadata;
+    landed.properties["k"] = "1";
+    landed.last_updated_ms = b.metadata.last_updated_ms + 1;  // not byte-equal
+    auto won =
+        versions::TryCommit(store(), b.table_key, b.version + 1, landed, b.metadata_key);
+    ASSERT_TRUE(won.ok() && *won);
+  };
+  TL_ASSERT_OK_AND_ASSIGN(auto outcome, Commit(base, &change, CommitOptions{}));
+  EXPECT_TRUE(outcome.committed);
+  EXPECT_TRUE(outcome.landed_earlier);
+  EXPECT_EQ(outcome.attempts, 2);
+  EXPECT_EQ(change.rebases, 1);
+  EXPECT_EQ(outcome.state->version, base->version + 1);
+  EXPECT_EQ(Load()->version, base->version + 1);
+  EXPECT_TRUE(Exists(base->table_key + "/metadata/test-attempt-1.bin"));
+  EXPECT_EQ(change.abandoned, 0);
+}
+
+TEST_F(TransactionTest, RetriedPutOfTheSameVersionCountsAsWon) {
+  // A put-if-absent retried after its first try landed finds exactly its
+  // own metadata: that is a win, not a lost race.
+  auto base = Load();
+  TestChange change(store(), "k", "1");
+  change.before = [&](const TableState& b, int attempt) {
+    if (attempt != 1) return;
+    format::TableMetadata same = b.metadata;
+    same.properties["k"] = "1";
+    same.LogPreviousMetadata(store().Uri(b.metadata_key), b.metadata.last_updated_ms,
+                             kMetadataLogLength);
+    auto won =
+        versions::TryCommit(store(), b.table_key, b.version + 1, same, b.metadata_key);
+    ASSERT_TRUE(won.ok() && *won);
+  };
+  TL_ASSERT_OK_AND_ASSIGN(auto outcome, Commit(base, &change, CommitOptions{}));
+  EXPECT_TRUE(outcome.committed);
+  EXPECT_FALSE(outcome.landed_earlier);
+  EXPECT_EQ(outcome.attempts, 1);
+  EXPECT_EQ(outcome.state->version, base->version + 1);
+}
+
+TEST_F(TransactionTest, DeletedBaseVersionIsTakenBackAndRebased) {
+  // Our base is version 1; versions 2 and 3 were committed since, and
+  // maintenance deleted 1 and 2 as old. The put of version 2 succeeds on an
+  // empty name, finds its base gone and takes itself back; the reload finds
+  // version 3, and the change commits as 4.
+  auto stale = Load();
+  ASSERT_EQ(stale->version, 1);
+  CommitOther(*stale, "a");
+  auto v2 = Load();
+  CommitOther(*v2, "b");
+  ASSERT_TRUE(store().Delete(stale->metadata_key).ok());
+  ASSERT_TRUE(store().Delete(v2->metadata_key).ok());
+  TestChange change(store(), "k", "1");
+  TL_ASSERT_OK_AND_ASSIGN(auto outcome, Commit(stale, &change, CommitOptions{}));
+  EXPECT_TRUE(outcome.committed);
+  EXPECT_EQ(outcome.attempts, 2);
+  EXPECT_EQ(outcome.state->version, 4);
+  EXPECT_EQ(outcome.state->metadata.properties.at("other"), "b");
+  EXPECT_FALSE(Exists(v2->metadata_key));  // the taken-back put left nothing
+  TL_ASSERT_OK_AND_ASSIGN(auto latest,
+                          versions::FindLatestVersion(store(), stale->table_key));
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->number, 4);
+}
+
+TEST_F(TransactionTest, GivesUpAfterMaxAttemptsAndCleansUp) {
+  auto base = Load();
+  TestChange change(store(), "k", "1");
+  change.before = [&](const TableState& b, int) { CommitOther(b, "again"); };
+  CommitOptions options;
+  options.max_attempts = 3;
+  options.context = "testing";
+  auto outcome = Commit(base, &change, options);
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(KindOf(outcome.status()), ErrorKind::kConflict);
+  EXPECT_NE(outcome.status().message().find(
+                "testing: commit conflict: gave up after 3 commit attempts"),
+            std::string::npos)
+      << outcome.status().ToString();
+  EXPECT_EQ(change.rebases, 3);
+  EXPECT_EQ(change.abandoned, 1);
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_FALSE(
+        Exists(base->table_key + "/metadata/test-attempt-" + std::to_string(i) + ".bin"))
+        << i;
+  }
+  EXPECT_EQ(Load()->version, base->version + 3);  // the other writer's three
+}
+
+TEST_F(TransactionTest, NothingToCommitReturnsTheBase) {
+  class Noop : public Change {
+   public:
+    arrow::Result<std::optional<format::TableMetadata>> Rebase(const TableState&,
+                                                               Attempt*) override {
+      return std::nullopt;
+    }
+    void Abandon() override { ++abandoned; }
+    int abandoned = 0;
+  } noop;
+  auto base = Load();
+  TL_ASSERT_OK_AND_ASSIGN(auto outcome, Commit(base, &noop, CommitOptions{}));
+  EXPECT_FALSE(outcome.committed);
+  EXPECT_EQ(outcome.state, base);
+  EXPECT_EQ(noop.abandoned, 1);
+  EXPECT_EQ(Load()->version, base->version);
+}
+
+}  // namespace
+}  // namespace timelake::commit

@@ -10,7 +10,6 @@
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
 
-
 namespace timelake::format {
 
 namespace {

@@ -18,11 +18,11 @@
 
 #include "timelake/read/catalog.h"
 #include "timelake/storage/store.h"
-#include "timelake/write/lvi.h"
 #include "timelake/testing/matchers.h"
 #include "timelake/testing/test_warehouse.h"
 #include "timelake/timelake.h"
 #include "timelake/util/clock.h"
+#include "timelake/write/lvi.h"
 
 namespace timelake::internal {
 namespace {
@@ -481,7 +481,8 @@ TEST_P(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
   auto lake = LakeAccess::State(*lake_);
   auto planned_on = *LoadTableState(lake, table.name());
   auto rules = *RulesOf(*planned_on);
-  auto jobs = PlanFull(*internal::ListLiveFiles(*planned_on), *planned_on, rules, false, 10);
+  auto jobs =
+      PlanFull(*internal::ListLiveFiles(*planned_on), *planned_on, rules, false, 10);
   ASSERT_EQ(jobs.size(), 1u);
 
   // A concurrent append: the rewrite still commits on top of it.

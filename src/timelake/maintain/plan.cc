@@ -78,7 +78,6 @@ std::map<std::optional<int32_t>, std::vector<const format::LiveFile*>> ByPartiti
 
 }  // namespace
 
-
 arrow::Result<MaintainRules> RulesOf(const TableState& table) {
   const settings::Resolver resolve(nullptr, nullptr, &table.metadata.properties);
   MaintainRules r;

@@ -51,7 +51,7 @@ void Remember(LakeState& lake, const std::string& key, const std::string& bytes)
 // A snapshot that replaces files, built and committed with retries.
 struct Replacement {
   std::string operation;                  // "replace" or "delete"
-  std::vector<format::LiveFile> removed;    // must all be live at commit time
+  std::vector<format::LiveFile> removed;  // must all be live at commit time
   std::vector<write::WrittenFile> added;  // new data files
   int64_t added_sequence_number = 0;      // data sequence number of `added`
   // The new last-value index (nullptr: keep the parent's).
@@ -114,7 +114,8 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
   auto& written = attempt->written;
   const auto& bm = base.metadata;
   const format::Snapshot* parent = bm.CurrentSnapshot();
-  if (parent == nullptr) return Conflict(context + ": the table has no snapshot any more");
+  if (parent == nullptr)
+    return Conflict(context + ": the table has no snapshot any more");
   if (bm.DefaultSpec().spec_id != mopts.partition_spec_id ||
       bm.current_schema_id != mopts.schema_id) {
     return Conflict(context +
@@ -170,12 +171,11 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
     }
   }
   if (deleted.size() != change.removed.size()) {
-    return Conflict(context + ": " +
-                    std::to_string(change.removed.size() - deleted.size()) +
-                    " of its input files were replaced or dropped concurrently "
-                    "(version " +
-                    std::to_string(base.version) +
-                    "); nothing was committed, maintain again");
+    return Conflict(
+        context + ": " + std::to_string(change.removed.size() - deleted.size()) +
+        " of its input files were replaced or dropped concurrently "
+        "(version " +
+        std::to_string(base.version) + "); nothing was committed, maintain again");
   }
 
   // The new manifests: added files, existing ones, deleted ones.
@@ -275,7 +275,8 @@ arrow::Result<std::shared_ptr<const TableState>> CommitReplacement(
   commit::CommitOptions copts;
   copts.max_attempts = options.max_commit_attempts;
   copts.context = context;
-  TIMELAKE_ASSIGN_OR_RAISE(auto outcome, commit::Commit(std::move(base), &replace, copts));
+  TIMELAKE_ASSIGN_OR_RAISE(auto outcome,
+                           commit::Commit(std::move(base), &replace, copts));
   return outcome.state;
 }
 
@@ -502,8 +503,8 @@ class ExpiryChange : public commit::Change {
 
   const std::vector<int64_t>& expired() const { return expired_; }
 
-  arrow::Result<std::optional<format::TableMetadata>> Rebase(
-      const TableState& base, commit::Attempt*) override {
+  arrow::Result<std::optional<format::TableMetadata>> Rebase(const TableState& base,
+                                                             commit::Attempt*) override {
     const auto now_ms = ToMillis(base.lake->clock->Now());
     expired_ = PlanExpiry(base.metadata, rules_, now_ms);
     if (expired_.empty() || expired_.size() < min_batch_) return std::nullopt;

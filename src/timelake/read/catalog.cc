@@ -261,9 +261,10 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
       auto v = format::DecodeInt64(it->second);
       return v.ok() ? *v : INT64_MAX;
     };
-    std::stable_sort(
-        survivors.begin(), survivors.end(),
-        [&](const format::LiveFile* a, const format::LiveFile* b) { return newest(a) > newest(b); });
+    std::stable_sort(survivors.begin(), survivors.end(),
+                     [&](const format::LiveFile* a, const format::LiveFile* b) {
+                       return newest(a) > newest(b);
+                     });
   }
   for (const format::LiveFile* f : survivors) {
     const bool sorted = sort_order != 0 && f->data_file.sort_order_id == sort_order;

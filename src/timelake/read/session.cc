@@ -4,11 +4,11 @@
 #include <arrow/record_batch.h>
 
 #include "timelake/read/catalog.h"
-#include "timelake/settings.h"
-#include "timelake/storage/store.h"
-#include "timelake/state/state.h"
-#include "timelake/write/lvi.h"
 #include "timelake/read/session.h"
+#include "timelake/settings.h"
+#include "timelake/state/state.h"
+#include "timelake/storage/store.h"
+#include "timelake/write/lvi.h"
 #include "timelake_platform.h"
 
 namespace timelake {

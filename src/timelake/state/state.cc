@@ -126,7 +126,8 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
   // that is the only round trip before the data.
   const std::string table_key = TableKey(name);
   auto head = std::async(std::launch::async, [&] {
-    return lake->store->Get(versions::MetadataPrefix(table_key) + "/" + format::kHeadName);
+    return lake->store->Get(versions::MetadataPrefix(table_key) + "/" +
+                            format::kHeadName);
   });
   auto latest = versions::FindLatestVersion(*lake->store, table_key);
   auto head_bytes = head.get();
@@ -146,8 +147,6 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
   return MakeTableState(std::move(lake), name, (*latest)->number, (*latest)->key,
                         std::move(*metadata));
 }
-
-
 
 arrow::Result<std::vector<TableName>> ListTablesOf(const LakeState& lake,
                                                    std::string_view ns) {
@@ -186,7 +185,6 @@ arrow::Result<std::vector<std::string>> ListNamespacesOf(const LakeState& lake) 
   }
   return out;
 }
-
 
 arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table) {
   if (table.head_files != nullptr) return *table.head_files;

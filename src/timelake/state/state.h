@@ -18,8 +18,8 @@
 
 #include "timelake/format/manifest.h"
 #include "timelake/format/table_metadata.h"
-#include "timelake/storage/store.h"
 #include "timelake/settings/contract.h"
+#include "timelake/storage/store.h"
 #include "timelake/timelake.h"
 #include "timelake/util/clock.h"
 #include "timelake/write/data_writer.h"

@@ -22,7 +22,7 @@ format::TableMetadata Fixture() {
   return *m;
 }
 
-TEST(Commit, VersionNumbersFromFileNames) {
+TEST(Versions, VersionNumbersFromFileNames) {
   EXPECT_EQ(VersionOfFileName("v12.metadata.json"), 12);
   EXPECT_EQ(VersionOfFileName("00003-1b2c.metadata.json"), 3);
   EXPECT_EQ(VersionOfFileName("v.metadata.json"), std::nullopt);
@@ -30,7 +30,7 @@ TEST(Commit, VersionNumbersFromFileNames) {
   EXPECT_EQ(VersionOfFileName("version-hint.text"), std::nullopt);
 }
 
-TEST(Commit, PutIfAbsentHasOneWinnerAndRecognisesItsOwnLandedRetry) {
+TEST(Versions, PutIfAbsentHasOneWinnerAndRecognisesItsOwnLandedRetry) {
   TL_ASSERT_OK_AND_ASSIGN(auto store, storage::Store::Open("memory://", {}));
   const auto mine = Fixture();
   TL_ASSERT_OK_AND_ASSIGN(bool won, TryCommit(*store, "ns/t", 4, mine));

@@ -8,8 +8,8 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
-#include "timelake/versions/versions.h"
 #include "timelake/timelake.h"
+#include "timelake/versions/versions.h"
 
 namespace timelake::internal {
 

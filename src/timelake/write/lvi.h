@@ -16,8 +16,8 @@
 #include <arrow/record_batch.h>
 
 #include "timelake/format/table_metadata.h"
-#include "timelake/storage/store.h"
 #include "timelake/settings/contract.h"
+#include "timelake/storage/store.h"
 
 namespace timelake::internal {
 
