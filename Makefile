@@ -3,7 +3,7 @@
 #
 #   make            release build (build/release/timelake)
 #   make demo       the main job: TSBS data into a local warehouse, then queries
-#   make test       every test: unit (also under ASAN+UBSAN, as `make asan`), end-to-end, compatibility
+#   make test       every test: the layer check, unit (also under ASAN+UBSAN, as `make asan`), end-to-end, compatibility
 #   make debug      debug build
 #   make asan       unit tests under ASAN+UBSAN
 #   make fuzz       every fuzz target under libFuzzer+ASAN+UBSAN for FUZZ_SECONDS each
@@ -23,7 +23,7 @@ DEMO_WAREHOUSE ?= build/demo-warehouse
 DEMO_ARGS ?=
 FUZZ_SECONDS ?= 60
 
-.PHONY: all release debug asan fuzz demo test unit-test rust-test compat-test setup setup-test format clean
+.PHONY: all release debug asan fuzz demo test unit-test rust-test compat-test setup setup-test format clean layers
 
 all: release
 
@@ -53,7 +53,12 @@ rust-test: setup
 compat-test: release setup-test
 	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability
 
-test: setup-test release
+# Dependencies point one way: no include from a lower stage of src/timelake/
+# to a higher one, no import cycle in rust/src (scripts/check_layers.py).
+layers:
+	@python3 scripts/check_layers.py
+
+test: setup-test layers release
 	ctest --preset release -j $(JOBS)
 	@$(MAKE) --no-print-directory asan
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked

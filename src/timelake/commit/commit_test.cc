@@ -74,6 +74,10 @@ class TransactionTest : public ::testing::Test {
     (void)table;
   }
 
+  // Commits write heads and version hints in the background: they finish
+  // before the lake (and the process) goes.
+  void TearDown() override { Flush(); }
+
   std::shared_ptr<internal::LakeState> state() const {
     return internal::LakeAccess::State(*lake_);
   }

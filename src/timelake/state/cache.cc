@@ -47,17 +47,21 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> GetImmutable(LakeState& lake,
   return bytes;
 }
 
-std::shared_ptr<const TableState> TableCache::Fresh(const TableName& name) {
+bool TableCache::Entry::FreshAt(TimePoint now) const {
+  // A clock that went back (the wall clock set back) makes the entry stale:
+  // it would otherwise stay fresh for as long as the clock went back.
+  return state != nullptr && now >= loaded && now - loaded < interval;
+}
+
+std::shared_ptr<const TableState> TableCache::Fresh(const TableName& name,
+                                                    TimePoint now) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name.ToString());
-  if (it == entries_.end()) return nullptr;
-  if (std::chrono::steady_clock::now() - it->second.loaded >= it->second.interval) {
-    return nullptr;
-  }
+  if (it == entries_.end() || !it->second.FreshAt(now)) return nullptr;
   return it->second.state;
 }
 
-void TableCache::Remember(const TableState& state) {
+void TableCache::Remember(const TableState& state, TimePoint now) {
   const settings::Resolver resolve(nullptr, nullptr, &state.metadata.properties);
   auto interval = resolve.Get("version-check-interval");
   const settings::Setting* s = settings::Find("version-check-interval");
@@ -69,10 +73,9 @@ void TableCache::Remember(const TableState& state) {
   // A newer version stays while it is fresh (a slower load of an older
   // version must not replace it); an expired one is replaced by anything,
   // as the table may have been dropped and created again.
-  const bool fresh = std::chrono::steady_clock::now() - entry.loaded < entry.interval;
-  if (entry.state != nullptr && fresh && entry.state->version > state.version) return;
+  if (entry.FreshAt(now) && entry.state->version > state.version) return;
   entry.state = std::move(detached);
-  entry.loaded = std::chrono::steady_clock::now();
+  entry.loaded = now;
   entry.interval = std::chrono::milliseconds(ms.ok() ? *ms : 0);
 }
 
@@ -83,7 +86,7 @@ void TableCache::Forget(const TableName& name) {
 
 arrow::Result<std::shared_ptr<const TableState>> LoadTableStateForRead(
     std::shared_ptr<LakeState> lake, const TableName& name) {
-  if (auto cached = lake->tables.Fresh(name)) {
+  if (auto cached = lake->tables.Fresh(name, lake->clock->Now())) {
     auto state = std::make_shared<TableState>(*cached);
     state->lake = std::move(lake);
     return state;

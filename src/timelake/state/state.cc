@@ -75,7 +75,8 @@ arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
   state->contract = *contract;
   state->metadata = std::move(metadata);
   // Loads and this lake's own commits are what later queries read.
-  if (state->lake != nullptr) state->lake->tables.Remember(*state);
+  if (state->lake != nullptr)
+    state->lake->tables.Remember(*state, state->lake->clock->Now());
   return std::shared_ptr<const TableState>(std::move(state));
 }
 
@@ -114,7 +115,7 @@ std::shared_ptr<const TableState> FromHead(
   auto state = std::make_shared<TableState>(**made);
   state->head_files = std::move(files);
   state->head_last_values = std::move(head->last_values);
-  lake->tables.Remember(*state);
+  lake->tables.Remember(*state, lake->clock->Now());
   return state;
 }
 

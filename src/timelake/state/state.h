@@ -49,20 +49,23 @@ struct TableState;
 
 // Loaded table versions, reused by queries for the table's
 // version-check-interval; commits made through this lake replace them at
-// once. Entries are kept without their `lake` (no reference cycle).
+// once. Entries are kept without their `lake` (no reference cycle). Time is
+// the lake's clock (util/clock.h), passed in, so tests can move it.
 class TableCache {
  public:
-  // The cached version of `name` if younger than its interval.
-  std::shared_ptr<const TableState> Fresh(const TableName& name);
-  // Keeps `state` unless a newer version is cached.
-  void Remember(const TableState& state);
+  // The cached version of `name` if younger than its interval at `now`.
+  std::shared_ptr<const TableState> Fresh(const TableName& name, TimePoint now);
+  // Keeps `state`, loaded at `now`, unless a newer version is cached and
+  // fresh.
+  void Remember(const TableState& state, TimePoint now);
   void Forget(const TableName& name);
 
  private:
   struct Entry {
     std::shared_ptr<const TableState> state;
-    std::chrono::steady_clock::time_point loaded;
+    TimePoint loaded;
     std::chrono::milliseconds interval{0};
+    bool FreshAt(TimePoint now) const;
   };
   std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;
