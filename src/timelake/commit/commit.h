@@ -7,8 +7,8 @@
 // version (kConflict). `Commit` runs the optimistic loop: it puts the next
 // version with put-if-absent, and after a lost race backs off, reloads the
 // newest version, checks whether the change landed after all and rebases.
-// The work after a commit (version hint, the table state and the lake's
-// cache of it, the head object) is `Publish`, done once here.
+// The work after a commit is done once, here: `Publish` (the version hint,
+// the table state and the lake's cache of it), then the head object.
 //
 // Objects a change writes fall in two groups. Those of one attempt (a
 // manifest list, a last-value index: they name the base version's
@@ -40,7 +40,7 @@ namespace timelake::commit {
 
 // Attempts before a commit gives up with kConflict: with the backoff of
 // versions::BackoffBeforeRetry (5 ms doubling, at most 1 s) that is about
-// ten seconds of other writers winning every race, which means a writer is
+// seven seconds of other writers winning every race, which means a writer is
 // misconfigured (or the table is hot beyond what optimistic commits serve),
 // not bad luck.
 inline constexpr int kMaxCommitAttempts = 20;

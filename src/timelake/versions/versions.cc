@@ -130,9 +130,23 @@ arrow::Result<bool> TryCommit(const storage::Store& store, const std::string& ta
   return stored == text;
 }
 
+namespace {
+
+// The backoff after a lost race: a random sleep up to kBackoffBaseMs ×
+// 2^attempt. 5 ms is about one put-if-absent on S3, so racing writers
+// spread out within a few rounds; the cap of 1 s keeps a writer that keeps
+// losing responsive (19 backoffs of 20 attempts: about 7 s on average).
+constexpr int kBackoffBaseMs = 5;
+constexpr int kBackoffCapMs = 1000;
+// 5 ms << 8 already exceeds the cap; a larger shift could overflow.
+constexpr int kBackoffMaxShift = 8;
+
+}  // namespace
+
 void BackoffBeforeRetry(int attempt) {
   thread_local std::mt19937 rng(std::random_device{}());
-  const int cap_ms = std::min(1000, 5 << std::clamp(attempt, 0, 8));
+  const int cap_ms =
+      std::min(kBackoffCapMs, kBackoffBaseMs << std::clamp(attempt, 0, kBackoffMaxShift));
   std::this_thread::sleep_for(
       std::chrono::milliseconds(std::uniform_int_distribution<int>(1, cap_ms)(rng)));
 }
