@@ -1,9 +1,10 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
 // Maintenance kept by the writer (SPEC §7): what to rewrite (planning, pure
-// functions of the live files and the table's rules), the rewrite itself (a
-// k-way merge through DataFusion into SortedFileWriter), the commits that
-// replace files, snapshot expiry and the orphan sweep.
+// functions of the live files and the table's rules: plan.cc), and the steps
+// (steps.cc): the rewrite itself (a k-way merge through DataFusion into
+// SortedFileWriter), the commits that replace files (commit::Commit),
+// snapshot expiry and the orphan sweep.
 
 #ifndef TIMELAKE_MAINTAIN_MAINTAIN_H_
 #define TIMELAKE_MAINTAIN_MAINTAIN_H_
@@ -17,15 +18,12 @@
 #include <vector>
 
 #include <arrow/record_batch.h>
-#include <nlohmann/json.hpp>
 
 #include "timelake/format/manifest.h"
 #include "timelake/state/state.h"
 #include "timelake/write/data_writer.h"
 
 namespace timelake::internal {
-
-// --- Helpers shared with the append path (table.cc) ---
 
 // --- Rules ---
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// The lake's in-process caches (internal.h).
+// The lake's in-process caches (state.h).
 
 #include "timelake/settings.h"
 #include "timelake/state/state.h"

@@ -278,7 +278,7 @@ arrow::Result<write::Layout> LayoutOf(const internal::TableState& t) {
   layout.compression_level = t.contract.compression_level;
   layout.row_group_rows = t.contract.row_group_rows;
   layout.data_page_rows = t.contract.data_page_rows;
-  // Footers for the head object (head.h), which inlines them within
+  // Footers for the head object (format/head.h), which inlines them within
   // head-inline-bytes.
   const settings::Resolver resolve(nullptr, nullptr, &t.metadata.properties);
   if (resolve.Get("head-format").value_or("arrow") == "arrow") {

@@ -109,7 +109,7 @@ struct TableState {
   format::TableMetadata metadata;
   std::shared_ptr<arrow::Schema> schema;
   Contract contract;
-  // From a current head object (head.h), when the version was loaded
+  // From a current head object (format/head.h), when the version was loaded
   // through one: the live data files and the last-value index, so that
   // planning needs no manifest or index read.
   std::shared_ptr<const std::vector<format::LiveFile>> head_files;
