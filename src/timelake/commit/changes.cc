@@ -1,0 +1,145 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+
+#include "timelake/commit/changes.h"
+
+#include <algorithm>
+
+#include "timelake/settings/contract.h"
+#include "timelake/util/clock.h"
+#include "timelake/util/uuid.h"
+#include "timelake/write/lvi.h"
+
+namespace timelake::commit {
+
+bool HasBatchId(const format::TableMetadata& m, const std::string& id) {
+  for (const auto& s : m.snapshots) {
+    auto it = s.summary.find(format::summary::kBatchId);
+    if (it != s.summary.end() && it->second == id) return true;
+  }
+  return false;
+}
+
+arrow::Result<std::optional<format::TableMetadata>> PropertyChange::Rebase(
+    const internal::TableState& base, Attempt*) {
+  format::TableMetadata next = base.metadata;
+  for (const auto& [key, value] : changes_) {
+    if (value) {
+      next.properties[key] = *value;
+    } else {
+      next.properties.erase(key);
+    }
+  }
+  if (auto contract = internal::ParseContract(next.properties); !contract.ok()) {
+    return WithContext(contract.status(), context_);
+  }
+  next.last_updated_ms = std::max(internal::ToMillis(base.lake->clock->Now()),
+                                  base.metadata.last_updated_ms);
+  return next;
+}
+
+void AppendChange::Abandon() {
+  for (const auto& k : own_) (void)store_.Delete(k);
+}
+
+arrow::Result<std::optional<format::TableMetadata>> AppendChange::Rebase(
+    const internal::TableState& base, Attempt* attempt) {
+  const auto& bm = base.metadata;
+  if (attempt->number > 1) {
+    if (options_.batch_id && HasBatchId(bm, *options_.batch_id)) {
+      duplicate_ = true;
+      return std::nullopt;
+    }
+    if (bm.DefaultSpec().spec_id != mopts_.partition_spec_id ||
+        bm.current_schema_id != mopts_.schema_id) {
+      return Conflict(context_ +
+                      ": the table's schema or partitioning changed concurrently "
+                      "(version " +
+                      std::to_string(base.version) + "); append again");
+    }
+  }
+  auto& lake = *base.lake;
+  const auto now = lake.clock->Now();
+  const int64_t seq = bm.last_sequence_number + 1;
+  std::vector<format::ManifestFile> manifests;
+  auto new_manifest = format::SummarizeManifest(
+      store_.Uri(manifest_key_), static_cast<int64_t>(manifest_bytes_.size()),
+      mopts_.partition_spec_id, snapshot_id_, seq, mopts_.partition_type, entries_);
+  if (!new_manifest.ok()) return WithContext(new_manifest.status(), context_);
+  manifests.push_back(std::move(*new_manifest));
+  const format::Snapshot* parent = bm.CurrentSnapshot();
+  if (parent) {
+    TIMELAKE_ASSIGN_OR_RAISE(auto carried, LiveManifestsOf(lake, *parent, context_));
+    for (auto& m : carried) manifests.push_back(std::move(m));
+  }
+  auto list_bytes = format::WriteManifestList(
+      snapshot_id_, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
+      seq, manifests);
+  if (!list_bytes.ok()) return WithContext(list_bytes.status(), context_);
+  const std::string list_key = ManifestListKey(base.table_key, snapshot_id_,
+                                               attempt->number, internal::NewUuidV7(now));
+  if (auto st = store_.Put(list_key, *list_bytes); !st.ok()) {
+    return WithContext(st, context_);
+  }
+  attempt->written.push_back(list_key);
+  lake.objects.Put(list_key, arrow::Buffer::FromString(*list_bytes));
+
+  format::TableMetadata next = bm;
+  format::Snapshot snap;
+  snap.snapshot_id = snapshot_id_;
+  if (parent) snap.parent_snapshot_id = parent->snapshot_id;
+  snap.sequence_number = seq;
+  snap.timestamp_ms = std::max(internal::ToMillis(lake.clock->Now()), bm.last_updated_ms);
+  snap.manifest_list = store_.Uri(list_key);
+  snap.schema_id = bm.current_schema_id;
+  auto total = [&](const char* key) {
+    return parent ? format::SummaryInt(*parent, key) : int64_t{0};
+  };
+  snap.summary = {
+      {format::summary::kOperation, "append"},
+      {format::summary::kAddedDataFiles, std::to_string(result_.files)},
+      {format::summary::kAddedRecords, std::to_string(result_.rows)},
+      {format::summary::kAddedFilesSize, std::to_string(result_.bytes)},
+      {format::summary::kTotalDataFiles,
+       std::to_string(total(format::summary::kTotalDataFiles) + result_.files)},
+      {format::summary::kTotalRecords,
+       std::to_string(total(format::summary::kTotalRecords) + result_.rows)},
+      {format::summary::kTotalFilesSize,
+       std::to_string(total(format::summary::kTotalFilesSize) + result_.bytes)},
+      {format::summary::kTotalDeleteFiles, "0"},
+      {format::summary::kTotalPositionDeletes, "0"},
+      {format::summary::kTotalEqualityDeletes, "0"},
+  };
+  if (options_.batch_id) snap.summary[format::summary::kBatchId] = *options_.batch_id;
+  // The new last-value index: the parent's merged with the appended rows'
+  // newest. Without the parent's (a table another engine wrote, or an
+  // unreadable index) none is written, and `latest` scans instead.
+  if (written_.latest != nullptr) {
+    std::optional<std::string> parent_lvi;
+    bool known = parent == nullptr;
+    if (parent) {
+      parent_lvi = internal::LviUri(*parent);
+      known = parent_lvi.has_value();
+    }
+    std::shared_ptr<arrow::RecordBatch> previous;
+    if (parent_lvi) {
+      auto read = internal::ReadLvi(lake, *parent_lvi, *base.schema);
+      known = read.ok();
+      if (read.ok()) previous = *read;
+    }
+    if (known) {
+      TIMELAKE_ASSIGN_OR_RAISE(
+          auto index,
+          internal::MergeLvi(previous, written_.latest, base.contract, *base.schema));
+      auto key = internal::WriteLvi(store_, base.table_key, snapshot_id_, *index,
+                                    internal::NewUuidV7(now));
+      if (!key.ok()) return WithContext(key.status(), context_);
+      attempt->written.push_back(*key);
+      snap.summary[internal::kLastValueIndexKey] = store_.Uri(*key);
+    }
+  }
+  next.AddSnapshot(std::move(snap));
+  sequence_number_ = seq;
+  return next;
+}
+
+}  // namespace timelake::commit

@@ -1,0 +1,97 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The changes the public handles commit (api/): an append and a property
+// change. Maintenance's own changes (replace, expiry) are in maintain/.
+
+#ifndef TIMELAKE_COMMIT_CHANGES_H_
+#define TIMELAKE_COMMIT_CHANGES_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "timelake/commit/commit.h"
+#include "timelake/format/manifest.h"
+#include "timelake/storage/store.h"
+#include "timelake/timelake.h"
+#include "timelake/write/data_writer.h"
+
+namespace timelake::commit {
+
+// Whether a snapshot of `m` carries the append batch id `id`.
+bool HasBatchId(const format::TableMetadata& m, const std::string& id);
+
+// A change of table properties: the same edit over whatever version wins.
+class PropertyChange : public Change {
+ public:
+  PropertyChange(std::map<std::string, std::optional<std::string>> changes,
+                 std::string context)
+      : changes_(std::move(changes)), context_(std::move(context)) {}
+
+  arrow::Result<std::optional<format::TableMetadata>> Rebase(
+      const internal::TableState& base, Attempt* attempt) override;
+
+ private:
+  const std::map<std::string, std::optional<std::string>> changes_;
+  const std::string context_;
+};
+
+// An append: data files and one manifest written once (`own`: deleted by
+// Abandon), then a snapshot over whatever version wins (its manifest list and
+// last-value index written per attempt). `written`, `options` and `result`
+// (the counts the snapshot summary records) are the caller's and outlive the
+// Commit. After a rebase that finds `options.batch_id` already committed by
+// another writer there is nothing to commit: duplicate() is then true.
+class AppendChange : public Change {
+ public:
+  AppendChange(const storage::Store& store, const write::WriteOutput& written,
+               std::vector<std::string> own, std::string manifest_key,
+               std::string manifest_bytes, format::ManifestWriteOptions mopts,
+               std::vector<format::ManifestEntry> entries, int64_t snapshot_id,
+               const AppendOptions& options, const AppendResult& result,
+               std::string context)
+      : store_(store),
+        written_(written),
+        own_(std::move(own)),
+        manifest_key_(std::move(manifest_key)),
+        manifest_bytes_(std::move(manifest_bytes)),
+        mopts_(std::move(mopts)),
+        entries_(std::move(entries)),
+        snapshot_id_(snapshot_id),
+        options_(options),
+        result_(result),
+        context_(std::move(context)) {}
+
+  bool Landed(const internal::TableState& base) const override {
+    return base.metadata.FindSnapshot(snapshot_id_) != nullptr;
+  }
+
+  void Abandon() override;
+
+  // Whether Rebase found the batch id committed by another writer.
+  bool duplicate() const { return duplicate_; }
+  int64_t sequence_number() const { return sequence_number_; }
+
+  arrow::Result<std::optional<format::TableMetadata>> Rebase(
+      const internal::TableState& base, Attempt* attempt) override;
+
+ private:
+  const storage::Store& store_;
+  const write::WriteOutput& written_;
+  const std::vector<std::string> own_;  // data files and the manifest
+  const std::string manifest_key_;
+  const std::string manifest_bytes_;
+  const format::ManifestWriteOptions mopts_;
+  const std::vector<format::ManifestEntry> entries_;
+  const int64_t snapshot_id_;
+  const AppendOptions& options_;
+  const AppendResult& result_;
+  const std::string context_;
+  bool duplicate_ = false;
+  int64_t sequence_number_ = 0;
+};
+
+}  // namespace timelake::commit
+
+#endif  // TIMELAKE_COMMIT_CHANGES_H_
