@@ -22,6 +22,8 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
+#include "timelake/cli/util.h"
+
 namespace timelake::cli {
 namespace {
 
@@ -723,8 +725,7 @@ void Progress::Finish() {
 
 void Progress::Draw(bool final_line) {
   constexpr int kBarWidth = 20;
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double elapsed = SecondsSince(start_);
   std::string line = fmt::format("\r{:<10} ", label_);
   double fraction = -1;
   if (total_ > 0) {

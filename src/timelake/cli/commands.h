@@ -1,0 +1,104 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The subcommands of `timelake`, as a table main() builds the command line
+// from. Each subcommand is a Command: it declares its own flags, bound to its
+// own fields, and runs once they are parsed. The table lists them in the
+// order `timelake --help` shows them; the Command of each lives in the file
+// of its group:
+//   ingest_commands.cc  create, append (alias import)
+//   query_commands.cc   sql, latest
+//   table_commands.cc   maintain, info, ls, drop, alter
+//   commands.cc         settings, demo, and what the groups share
+//
+// Commands run on the calling thread, one per process; nothing here is
+// thread-safe.
+
+#ifndef TIMELAKE_CLI_COMMANDS_H_
+#define TIMELAKE_CLI_COMMANDS_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <arrow/result.h>
+#include <arrow/status.h>
+
+#include "timelake/timelake.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace timelake::cli {
+
+// The options given before the subcommand (or, since they fall through,
+// after it).
+struct GlobalArgs {
+  // -w: the warehouse. Default: empty, $TIMELAKE_WAREHOUSE.
+  std::string warehouse;
+  // --set timelake.NAME=VALUE: session settings of the commands that query.
+  std::vector<std::string> sets;
+  // --storage-option KEY=VALUE: options of the storage client.
+  std::vector<std::string> storage_options;
+};
+
+// One subcommand.
+class Command {
+ public:
+  virtual ~Command() = default;
+  // Declares the subcommand's positionals and flags on `app`, bound to fields
+  // of this object, which must outlive the parse.
+  virtual void AddOptions(CLI::App* app) = 0;
+  // Runs the parsed command. Errors: a usage error (exit status 2) for a bad
+  // combination of flags, any other status (exit status 1) for a failure.
+  virtual arrow::Status Run(const GlobalArgs& global) = 0;
+};
+
+// An entry of the table of subcommands.
+struct CommandSpec {
+  std::string_view name;
+  // A second name, or empty.
+  std::string_view alias;
+  // The line `timelake --help` shows.
+  std::string_view description;
+  // Whether the command runs queries, so that --set before the subcommand
+  // (session settings) means something to it.
+  bool runs_queries;
+  std::unique_ptr<Command> (*make)();
+};
+
+// Every subcommand, in the order `timelake --help` lists them.
+std::span<const CommandSpec> Subcommands();
+
+// --- shared by the commands -------------------------------------------------
+
+// The warehouse of -w (else $TIMELAKE_WAREHOUSE), opened with the storage
+// options. Errors: a usage error when neither names one, a bad
+// --storage-option; those of Lake::Open.
+arrow::Result<Lake> OpenLake(const GlobalArgs& global);
+
+// `--set timelake.x=y` becomes `SET timelake.x = 'y'` on the query session,
+// the session level of the settings registry (SPEC §4.3). Errors: a usage
+// error for an item that is not timelake.NAME=VALUE.
+arrow::Result<std::vector<std::string>> SessionStatements(
+    const std::vector<std::string>& sets);
+
+// --- one factory per subcommand, defined in the file of its group -----------
+
+std::unique_ptr<Command> MakeCreateCommand();
+std::unique_ptr<Command> MakeAppendCommand();
+std::unique_ptr<Command> MakeSqlCommand();
+std::unique_ptr<Command> MakeLatestCommand();
+std::unique_ptr<Command> MakeMaintainCommand();
+std::unique_ptr<Command> MakeInfoCommand();
+std::unique_ptr<Command> MakeLsCommand();
+std::unique_ptr<Command> MakeDropCommand();
+std::unique_ptr<Command> MakeAlterCommand();
+std::unique_ptr<Command> MakeSettingsCommand();
+std::unique_ptr<Command> MakeDemoCommand();
+
+}  // namespace timelake::cli
+
+#endif  // TIMELAKE_CLI_COMMANDS_H_

@@ -1,0 +1,104 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+
+#include "timelake/cli/committer.h"
+
+#include <iostream>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "timelake/cli/output.h"
+
+namespace timelake::cli {
+
+BatchCommitter::BatchCommitter(Table table, int64_t commit_rows,
+                               std::optional<std::string> batch_id)
+    : table_(std::move(table)),
+      schema_(table_.schema()),
+      commit_rows_(commit_rows),
+      batch_id_(std::move(batch_id)) {}
+
+arrow::Status BatchCommitter::Add(const std::shared_ptr<arrow::RecordBatch>& batch) {
+  if (batch->num_rows() == 0) return arrow::Status::OK();
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::RecordBatch> aligned,
+                        AlignBatch(*batch, *schema_));
+  totals_.input_rows += aligned->num_rows();
+  // Batches are cut at commit boundaries (slices are zero-copy), so commits
+  // hold exactly commit_rows rows whatever the reader's batch sizes: re-running
+  // an import with a batch id then tags the same rows with the same ids.
+  while (pending_rows_ + aligned->num_rows() >= commit_rows_) {
+    const int64_t take = commit_rows_ - pending_rows_;
+    pending_.push_back(aligned->Slice(0, take));
+    pending_rows_ += take;
+    ARROW_RETURN_NOT_OK(Commit(/*end_of_input=*/false));
+    aligned = aligned->Slice(take);
+  }
+  if (aligned->num_rows() > 0) {
+    pending_rows_ += aligned->num_rows();
+    pending_.push_back(std::move(aligned));
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Status BatchCommitter::Commit(bool end_of_input) {
+  if (pending_.empty()) return arrow::Status::OK();
+  AppendOptions options;
+  options.auto_maintain = auto_maintain_;
+  const int64_t commit = totals_.commits + totals_.duplicate_commits + 1;
+  if (batch_id_.has_value()) {
+    const int64_t end_row = committed_input_rows_ + pending_rows_;
+    options.batch_id =
+        commit == 1 && end_of_input
+            ? *batch_id_
+            : fmt::format("{}#{}-{}", *batch_id_, committed_input_rows_, end_row);
+  }
+  committed_input_rows_ += pending_rows_;
+  ARROW_ASSIGN_OR_RAISE(auto appended, table_.Append(pending_, options));
+  pending_.clear();
+  pending_rows_ = 0;
+  table_ = std::move(appended.first);
+  const AppendResult& result = appended.second;
+  if (result.duplicate_batch) {
+    ++totals_.duplicate_commits;
+    return arrow::Status::OK();
+  }
+  ++totals_.commits;
+  totals_.compactions += result.maintenance.partitions_compacted;
+  if (!result.maintenance_error.empty()) {
+    // The rows are committed; only the tidying after them failed.
+    std::cerr << "timelake: warning: maintenance after the append failed (the rows are "
+                 "committed; `timelake maintain` retries it): "
+              << result.maintenance_error << std::endl;
+  }
+  totals_.rows += result.rows;
+  totals_.files += result.files;
+  totals_.bytes += result.bytes;
+  return arrow::Status::OK();
+}
+
+std::string DescribeTotals(std::string_view verb, std::string_view source,
+                           const BatchCommitter::Totals& totals, double seconds) {
+  const auto plural = [](int64_t n, std::string_view one, std::string_view many) {
+    return fmt::format("{} {}", FormatInteger(n), n == 1 ? one : many);
+  };
+  std::string text =
+      fmt::format("{} {}{} in {}: {}, {}, {}", verb, plural(totals.rows, "row", "rows"),
+                  source, plural(totals.commits, "commit", "commits"),
+                  plural(totals.files, "data file", "data files"),
+                  FormatBytes(totals.bytes), FormatSeconds(seconds));
+  if (seconds > 0 && totals.rows > 0) {
+    text += fmt::format(", {} rows/s",
+                        FormatCount(static_cast<double>(totals.rows) / seconds));
+  }
+  if (totals.input_rows != totals.rows) {
+    text += fmt::format(" ({} given", FormatInteger(totals.input_rows));
+    if (totals.duplicate_commits > 0) {
+      text += fmt::format("; skipped {} already committed",
+                          plural(totals.duplicate_commits, "batch", "batches"));
+    }
+    text += ")";
+  }
+  return text;
+}
+
+}  // namespace timelake::cli

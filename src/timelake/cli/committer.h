@@ -1,0 +1,86 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// The chunked committer that `append` and `demo` share, and the summary line
+// they print.
+
+#ifndef TIMELAKE_CLI_COMMITTER_H_
+#define TIMELAKE_CLI_COMMITTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <arrow/record_batch.h>
+#include <arrow/status.h>
+
+#include "timelake/timelake.h"
+
+namespace timelake::cli {
+
+// Appends record batches to a table in commits of `commit_rows` rows (the last
+// one fewer): a large import becomes a bounded number of commits, and memory
+// stays bounded by one commit's worth of rows. Batches are aligned to the table
+// schema as they arrive, so a bad batch fails before anything of it is written.
+//
+// With a batch id, commit k (from 1) is tagged "<id>" for k = 1 and "<id>#k"
+// after: re-running the same import after a failure skips the commits that
+// made it (the library reports them as duplicates) and resumes with the rest.
+// Not thread-safe.
+class BatchCommitter {
+ public:
+  struct Totals {
+    int64_t input_rows = 0;         // rows given to Add
+    int64_t rows = 0;               // rows committed (after dedup within each commit)
+    int64_t files = 0;              // data files written
+    int64_t bytes = 0;              // bytes of data files written
+    int64_t commits = 0;            // commits made
+    int64_t duplicate_commits = 0;  // commits skipped: their batch id was seen
+    int64_t compactions = 0;        // partitions compacted by inline maintenance
+  };
+
+  BatchCommitter(Table table, int64_t commit_rows, std::optional<std::string> batch_id);
+
+  // Aligns `batch` to the table schema and commits once enough rows wait.
+  // Errors: those of AlignBatch and Table::Append.
+  arrow::Status Add(const std::shared_ptr<arrow::RecordBatch>& batch);
+  // Commits the rows still waiting, if any: call it once at the end of the
+  // input.
+  arrow::Status Flush() { return Commit(/*end_of_input=*/true); }
+
+  // The table as of the last commit.
+  const Table& table() const { return table_; }
+  const Totals& totals() const { return totals_; }
+  // Rows added and not committed yet.
+  int64_t pending_rows() const { return pending_rows_; }
+  // Inline maintenance after each commit: nullopt follows the table.
+  void set_auto_maintain(std::optional<bool> on) { auto_maintain_ = on; }
+
+ private:
+  // With a batch id, an import that fits in one commit is tagged with the id
+  // itself; otherwise every commit is tagged "<id>#<first row>-<end row>", so
+  // a re-run with another --commit-rows never mistakes a partial commit for
+  // a different range (it re-appends instead of skipping rows).
+  arrow::Status Commit(bool end_of_input);
+
+  Table table_;
+  std::shared_ptr<arrow::Schema> schema_;
+  int64_t commit_rows_;
+  std::optional<std::string> batch_id_;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> pending_;
+  int64_t committed_input_rows_ = 0;  // input rows before the pending ones
+  int64_t pending_rows_ = 0;
+  std::optional<bool> auto_maintain_;
+  Totals totals_;
+};
+
+// "<verb> 864,000 rows<source> in 1 commit: 1 data file, 5.2 MiB, 2.88 s, 300k
+// rows/s", where `source` is e.g. " from 3 files" or empty.
+std::string DescribeTotals(std::string_view verb, std::string_view source,
+                           const BatchCommitter::Totals& totals, double seconds);
+
+}  // namespace timelake::cli
+
+#endif  // TIMELAKE_CLI_COMMITTER_H_

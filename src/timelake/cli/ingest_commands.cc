@@ -1,0 +1,239 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// `create` and `append` (alias `import`): tables from input files and rows
+// into them.
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "timelake/cli/commands.h"
+#include "timelake/cli/committer.h"
+#include "timelake/cli/input.h"
+#include "timelake/cli/output.h"
+#include "timelake/cli/util.h"
+#include "timelake/timelake.h"
+
+namespace timelake::cli {
+namespace {
+
+// Flags shared by `create` and `append --create`.
+struct CreateArgs {
+  std::optional<std::string> time_column;
+  std::vector<std::string> series_key;
+  std::string chunk = "day";
+  std::vector<std::string> properties;
+
+  void AddTo(CLI::App* app) {
+    app->add_option("--time-column", time_column,
+                    "The timestamp column; makes a time-series table");
+    app->add_option("--series-key", series_key,
+                    "Comma-separated columns identifying one series")
+        ->delimiter(',')
+        ->allow_extra_args(false);
+    app->add_option("--chunk", chunk, "Time partition size")
+        ->check(CLI::IsMember({"hour", "day", "month"}))
+        ->capture_default_str();
+    app->add_option(
+           "--set", properties,
+           "Table property KEY=VALUE (timelake.* settings or Iceberg properties)")
+        ->allow_extra_args(false);
+  }
+
+  arrow::Result<TableOptions> ToOptions() const {
+    TableOptions options;
+    options.time_column = time_column;
+    options.series_key = series_key;
+    ARROW_ASSIGN_OR_RAISE(options.chunk, ParseChunk(chunk));
+    ARROW_ASSIGN_OR_RAISE(options.properties, ParseKeyValues(properties, "--set"));
+    return options;
+  }
+};
+
+std::string DescribeTable(const Table& table) {
+  const TableInfo info = table.Info();
+  std::string text =
+      fmt::format("{}: {} columns", info.name, table.schema()->num_fields());
+  if (info.time_column.has_value()) {
+    text += fmt::format(", time column {}, chunk {}", *info.time_column, info.chunk);
+  }
+  if (!info.series_key.empty()) {
+    text += fmt::format(", series key {}", fmt::join(info.series_key, ","));
+  }
+  return text;
+}
+
+class CreateCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name: [namespace.]table")->required();
+    app->add_option("--schema-from", schema_from_,
+                    "Parquet, CSV, TSV or NDJSON file whose schema the table takes")
+        ->required();
+    app->add_option("--input-format", input_format_,
+                    "parquet|csv|tsv|ndjson (default: from the file name)");
+    create_.AddTo(app);
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    std::optional<InputFormat> forced;
+    if (!input_format_.empty()) {
+      ARROW_ASSIGN_OR_RAISE(forced, ParseInputFormat(input_format_));
+    }
+    ARROW_ASSIGN_OR_RAISE(TableOptions options, create_.ToOptions());
+    ARROW_ASSIGN_OR_RAISE(InputSpec spec, DescribeInput(schema_from_, forced));
+    ARROW_ASSIGN_OR_RAISE(auto input, OpenInput(spec, nullptr));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Table table,
+                          lake.CreateTable(table_, *input->schema(), options));
+    std::cout << "created " << DescribeTable(table) << std::endl;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  std::string schema_from_;
+  std::string input_format_;
+  CreateArgs create_;
+};
+
+class AppendCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name: [namespace.]table")->required();
+    app->add_option("files", files_, "Input files")->required();
+    app->add_flag("--create", create_missing_,
+                  "Create the table from the first file's schema if it does not exist; "
+                  "--time-column, --series-key, --chunk and --set apply only then");
+    create_.AddTo(app);
+    app->add_option(
+        "--batch-id", batch_id_,
+        "Idempotency id: an import of one commit is tagged ID, a longer one "
+        "ID#FIRST-END per commit (its input rows); a tag already in the table "
+        "commits nothing, so a re-run resumes");
+    app->add_option("--input-format", input_format_,
+                    "parquet|csv|tsv|ndjson (default: from each file name)");
+    app->add_option("--commit-rows", commit_rows_, "Rows per commit")
+        ->capture_default_str();
+    app->add_flag("--no-maintain", no_maintain_,
+                  "Skip inline maintenance after each commit (compaction, "
+                  "retention, snapshot expiry)");
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    if (commit_rows_ < 1) return UsageError("--commit-rows must be at least 1");
+    std::optional<InputFormat> forced;
+    if (!input_format_.empty()) {
+      ARROW_ASSIGN_OR_RAISE(forced, ParseInputFormat(input_format_));
+    }
+    // Every file is checked before the first commit, so a typo in the last
+    // name does not leave a half-done import.
+    std::vector<InputSpec> specs;
+    int64_t total_bytes = 0;
+    for (const auto& path : files_) {
+      ARROW_ASSIGN_OR_RAISE(InputSpec spec, DescribeInput(path, forced));
+      total_bytes += spec.size;
+      specs.push_back(std::move(spec));
+    }
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<InputFile> first_input;
+    auto loaded = lake.LoadTable(table_);
+    if (!loaded.ok() && KindOf(loaded.status()) == ErrorKind::kNotFound &&
+        create_missing_) {
+      ARROW_ASSIGN_OR_RAISE(TableOptions options, create_.ToOptions());
+      ARROW_ASSIGN_OR_RAISE(first_input, OpenInput(specs.front(), nullptr));
+      loaded = lake.CreateTable(table_, *first_input->schema(), options);
+      // Another process may have created it meanwhile: use theirs.
+      if (!loaded.ok() && KindOf(loaded.status()) == ErrorKind::kAlreadyExists) {
+        loaded = lake.LoadTable(table_);
+      }
+      if (loaded.ok()) std::cerr << "created " << DescribeTable(*loaded) << std::endl;
+    }
+    if (!loaded.ok()) return loaded.status();
+    const Table table = std::move(loaded).ValueOrDie();
+    const auto table_schema = table.schema();
+
+    // Every file opens, and has no column the table lacks, before the first
+    // commit: a bad second file must not leave the first half-imported.
+    for (size_t f = first_input != nullptr ? 1 : 0; f < specs.size(); ++f) {
+      ARROW_ASSIGN_OR_RAISE(auto input, OpenInput(specs[f], table_schema.get()));
+      for (const auto& field : input->schema()->fields()) {
+        if (table_schema->GetFieldIndex(field->name()) < 0) {
+          return arrow::Status::Invalid(specs[f].path, ": column '", field->name(),
+                                        "' is not in table ", table.name().ToString(),
+                                        " (add it to the table's schema first)");
+        }
+      }
+    }
+
+    BatchCommitter committer(table, commit_rows_, batch_id_);
+    if (no_maintain_) committer.set_auto_maintain(false);
+    // Errors after some commits landed say so: those rows stay.
+    auto failed = [&](const arrow::Status& st, const std::string& context) {
+      const auto& totals = committer.totals();
+      if (totals.commits == 0) return WithContext(st, context);
+      return WithContext(
+          st,
+          fmt::format("{} ({} rows in {} commits were committed before this error{})",
+                      context, totals.rows, totals.commits,
+                      batch_id_ ? "; re-run with the same --batch-id to resume" : ""));
+    };
+    Progress progress("appending", total_bytes);
+    int64_t bytes_before = 0;
+    for (size_t f = 0; f < specs.size(); ++f) {
+      const InputSpec& spec = specs[f];
+      std::unique_ptr<InputFile> input = std::move(first_input);
+      if (input == nullptr) {
+        auto opened = OpenInput(spec, table_schema.get());
+        if (!opened.ok()) return failed(opened.status(), spec.path);
+        input = std::move(opened).ValueOrDie();
+      }
+      // The library names the table in its errors; the file is ours to add.
+      const std::string& context = spec.path;
+      while (true) {
+        auto batch = input->Next();
+        if (!batch.ok()) return failed(batch.status(), context);
+        if (*batch == nullptr) break;
+        auto added = committer.Add(*batch);
+        if (!added.ok()) return failed(added, context);
+        progress.Update(bytes_before + input->bytes_done(),
+                        committer.totals().input_rows);
+      }
+      bytes_before += spec.size;
+    }
+    if (auto st = committer.Flush(); !st.ok()) return failed(st, "the last commit");
+    progress.Finish();
+    const std::string source =
+        specs.size() == 1 ? "" : fmt::format(" from {} files", specs.size());
+    std::cout << DescribeTotals("appended", source, committer.totals(),
+                                SecondsSince(start))
+              << std::endl;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  std::vector<std::string> files_;
+  bool create_missing_ = false;
+  CreateArgs create_;
+  std::optional<std::string> batch_id_;
+  std::string input_format_;
+  int64_t commit_rows_ = 1000000;
+  bool no_maintain_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeCreateCommand() { return std::make_unique<CreateCommand>(); }
+std::unique_ptr<Command> MakeAppendCommand() { return std::make_unique<AppendCommand>(); }
+
+}  // namespace timelake::cli

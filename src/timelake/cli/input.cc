@@ -1,0 +1,242 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+
+#include "timelake/cli/input.h"
+
+#include <atomic>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include <arrow/csv/api.h>
+#include <arrow/io/compressed.h>
+#include <arrow/io/file.h>
+#include <arrow/json/api.h>
+#include <arrow/util/compression.h>
+#include <fmt/format.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+#include <parquet/properties.h>
+
+#include "timelake/cli/util.h"
+#include "timelake/status.h"
+
+namespace timelake::cli {
+namespace {
+
+bool EndsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// Counts the bytes read from the file (before decompression), which is what
+// the progress bar measures. The readers read from their own threads.
+class CountingInputStream : public arrow::io::InputStream {
+ public:
+  explicit CountingInputStream(std::shared_ptr<arrow::io::InputStream> raw)
+      : raw_(std::move(raw)) {}
+
+  arrow::Status Close() override { return raw_->Close(); }
+  arrow::Result<int64_t> Tell() const override { return raw_->Tell(); }
+  bool closed() const override { return raw_->closed(); }
+  arrow::Result<int64_t> Read(int64_t nbytes, void* out) override {
+    ARROW_ASSIGN_OR_RAISE(int64_t n, raw_->Read(nbytes, out));
+    count_ += n;
+    return n;
+  }
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override {
+    ARROW_ASSIGN_OR_RAISE(auto buffer, raw_->Read(nbytes));
+    count_ += buffer->size();
+    return buffer;
+  }
+  int64_t count() const { return count_.load(); }
+
+ private:
+  std::shared_ptr<arrow::io::InputStream> raw_;
+  std::atomic<int64_t> count_{0};
+};
+
+// Large enough blocks that type inference sees plenty of rows and batches
+// are big; small enough that memory stays a few blocks per file.
+constexpr int32_t kTextBlockBytes = 8 << 20;
+
+class ParquetInput : public InputFile {
+ public:
+  static arrow::Result<std::unique_ptr<InputFile>> Open(const InputSpec& spec) {
+    auto input = std::unique_ptr<ParquetInput>(new ParquetInput(spec.size));
+    ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(spec.path));
+    parquet::arrow::FileReaderBuilder builder;
+    ARROW_RETURN_NOT_OK(builder.Open(file));
+    parquet::ArrowReaderProperties properties;
+    properties.set_batch_size(64 * 1024);
+    builder.properties(properties);
+    ARROW_ASSIGN_OR_RAISE(input->file_reader_, builder.Build());
+    input->total_rows_ = input->file_reader_->parquet_reader()->metadata()->num_rows();
+    ARROW_ASSIGN_OR_RAISE(input->batches_, input->file_reader_->GetRecordBatchReader());
+    return input;
+  }
+
+  std::shared_ptr<arrow::Schema> schema() const override { return batches_->schema(); }
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    ARROW_RETURN_NOT_OK(batches_->ReadNext(&batch));
+    if (batch != nullptr) rows_read_ += batch->num_rows();
+    return batch;
+  }
+  int64_t bytes_done() const override {
+    if (total_rows_ <= 0) return size_;
+    return static_cast<int64_t>(static_cast<double>(size_) *
+                                static_cast<double>(rows_read_) /
+                                static_cast<double>(total_rows_));
+  }
+
+ private:
+  explicit ParquetInput(int64_t size) : size_(size) {}
+  int64_t size_;
+  int64_t total_rows_ = 0;
+  int64_t rows_read_ = 0;
+  std::unique_ptr<parquet::arrow::FileReader> file_reader_;
+  std::unique_ptr<arrow::RecordBatchReader> batches_;
+};
+
+// CSV, TSV and NDJSON, optionally gzipped.
+class TextInput : public InputFile {
+ public:
+  // `table_schema`, when given, fixes column types where inference could
+  // guess wrong (a string column of digits would become int64 and lose its
+  // leading zeros). CSV timestamps stay inferred: Arrow's CSV converter
+  // rejects zone-less text for a zoned type, and AlignBatch casts instead.
+  static arrow::Result<std::unique_ptr<InputFile>> Open(
+      const InputSpec& spec, const arrow::Schema* table_schema) {
+    auto input = std::unique_ptr<TextInput>(new TextInput());
+    ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(spec.path));
+    input->counter_ = std::make_shared<CountingInputStream>(file);
+    std::shared_ptr<arrow::io::InputStream> stream = input->counter_;
+    if (spec.gzip) {
+      ARROW_ASSIGN_OR_RAISE(input->codec_,
+                            arrow::util::Codec::Create(arrow::Compression::GZIP));
+      ARROW_ASSIGN_OR_RAISE(
+          stream, arrow::io::CompressedInputStream::Make(input->codec_.get(), stream));
+    }
+    if (spec.format == InputFormat::kNdjson) {
+      auto read_options = arrow::json::ReadOptions::Defaults();
+      read_options.block_size = kTextBlockBytes;
+      auto parse_options = arrow::json::ParseOptions::Defaults();
+      if (table_schema != nullptr) {
+        // The JSON converter parses timestamp text with or without a zone
+        // into any timestamp type, so every column can be fixed here.
+        arrow::FieldVector fields;
+        for (const auto& field : table_schema->fields()) {
+          fields.push_back(field->WithNullable(true));
+        }
+        parse_options.explicit_schema = arrow::schema(std::move(fields));
+        parse_options.unexpected_field_behavior =
+            arrow::json::UnexpectedFieldBehavior::InferType;
+      }
+      ARROW_ASSIGN_OR_RAISE(input->json_, arrow::json::StreamingReader::Make(
+                                              stream, read_options, parse_options));
+    } else {
+      auto read_options = arrow::csv::ReadOptions::Defaults();
+      read_options.block_size = kTextBlockBytes;
+      auto parse_options = arrow::csv::ParseOptions::Defaults();
+      if (spec.format == InputFormat::kTsv) parse_options.delimiter = '\t';
+      auto convert_options = arrow::csv::ConvertOptions::Defaults();
+      // Nulls are empty fields and an empty string is "" (as `sql --format csv`
+      // writes them), so both survive a round trip.
+      convert_options.strings_can_be_null = true;
+      convert_options.quoted_strings_can_be_null = false;
+      if (table_schema != nullptr) {
+        for (const auto& field : table_schema->fields()) {
+          if (field->type()->id() == arrow::Type::TIMESTAMP) continue;
+          convert_options.column_types[field->name()] = field->type();
+        }
+      }
+      ARROW_ASSIGN_OR_RAISE(
+          input->csv_, arrow::csv::StreamingReader::Make(arrow::io::default_io_context(),
+                                                         stream, read_options,
+                                                         parse_options, convert_options));
+    }
+    return input;
+  }
+
+  std::shared_ptr<arrow::Schema> schema() const override {
+    return json_ != nullptr ? json_->schema() : csv_->schema();
+  }
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    if (json_ != nullptr) {
+      ARROW_RETURN_NOT_OK(json_->ReadNext(&batch));
+    } else {
+      ARROW_RETURN_NOT_OK(csv_->ReadNext(&batch));
+    }
+    return batch;
+  }
+  int64_t bytes_done() const override { return counter_->count(); }
+
+ private:
+  TextInput() = default;
+  std::shared_ptr<CountingInputStream> counter_;
+  std::unique_ptr<arrow::util::Codec> codec_;  // outlives the stream using it
+  std::shared_ptr<arrow::csv::StreamingReader> csv_;
+  std::shared_ptr<arrow::json::StreamingReader> json_;
+};
+
+}  // namespace
+
+arrow::Result<InputFormat> ParseInputFormat(std::string_view text) {
+  if (text == "parquet") return InputFormat::kParquet;
+  if (text == "csv") return InputFormat::kCsv;
+  if (text == "tsv") return InputFormat::kTsv;
+  if (text == "ndjson" || text == "jsonl" || text == "json") return InputFormat::kNdjson;
+  return UsageError(fmt::format(
+      "unknown input format '{}' (expected parquet, csv, tsv or ndjson)", text));
+}
+
+arrow::Result<InputSpec> DescribeInput(const std::string& path,
+                                       const std::optional<InputFormat>& forced) {
+  InputSpec spec;
+  spec.path = path;
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (error) return arrow::Status::IOError("reading ", path, ": ", error.message());
+  spec.size = static_cast<int64_t>(size);
+
+  std::string name = ToLower(std::filesystem::path(path).filename().string());
+  if (EndsWith(name, ".gz")) {
+    spec.gzip = true;
+    name.resize(name.size() - 3);
+  }
+  if (forced.has_value()) {
+    spec.format = *forced;
+  } else if (EndsWith(name, ".parquet") || EndsWith(name, ".pq")) {
+    spec.format = InputFormat::kParquet;
+  } else if (EndsWith(name, ".csv")) {
+    spec.format = InputFormat::kCsv;
+  } else if (EndsWith(name, ".tsv") || EndsWith(name, ".tab")) {
+    spec.format = InputFormat::kTsv;
+  } else if (EndsWith(name, ".ndjson") || EndsWith(name, ".jsonl") ||
+             EndsWith(name, ".json")) {
+    spec.format = InputFormat::kNdjson;
+  } else {
+    return UsageError(
+        fmt::format("cannot tell the format of {} from its name: pass --input-format "
+                    "parquet|csv|tsv|ndjson",
+                    path));
+  }
+  if (spec.gzip && spec.format == InputFormat::kParquet) {
+    return arrow::Status::Invalid(path, ": gzipped Parquet is not supported ",
+                                  "(Parquet compresses its pages itself)");
+  }
+  return spec;
+}
+
+arrow::Result<std::unique_ptr<InputFile>> OpenInput(const InputSpec& spec,
+                                                    const arrow::Schema* table_schema) {
+  auto opened = spec.format == InputFormat::kParquet
+                    ? ParquetInput::Open(spec)
+                    : TextInput::Open(spec, table_schema);
+  if (!opened.ok()) return WithContext(opened.status(), "reading " + spec.path);
+  return opened;
+}
+
+}  // namespace timelake::cli

@@ -1,0 +1,268 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// `maintain`, `info`, `ls`, `drop` and `alter`: one table (or the list of
+// them) as a whole.
+
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "timelake/cli/commands.h"
+#include "timelake/cli/output.h"
+#include "timelake/cli/util.h"
+#include "timelake/timelake.h"
+
+namespace timelake::cli {
+namespace {
+
+class MaintainCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name")->required();
+    app->add_flag("--no-retention", no_retention_,
+                  "Keep partitions past timelake.retention");
+    app->add_flag("--no-compact", no_compact_, "Rewrite nothing");
+    app->add_flag("--no-expire", no_expire_, "Expire no snapshot");
+    app->add_flag("--no-orphans", no_orphans_, "Skip the sweep of unreferenced files");
+    app->add_option("--orphan-age", orphan_age_,
+                    "Unreferenced files younger than this stay (they may belong to a "
+                    "commit in flight); 0s only when nothing else writes")
+        ->capture_default_str();
+    app->add_option("--format", format_, "text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    MaintainOptions options;
+    options.retention = !no_retention_;
+    options.compact = !no_compact_;
+    options.expire = !no_expire_;
+    options.clean_orphans = !no_orphans_;
+    auto age = ParseDuration(orphan_age_);
+    if (!age.ok()) return UsageError("--orphan-age: " + age.status().message());
+    options.orphan_age = *age;
+    if (format_ == "text") {
+      options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
+    }
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
+    ARROW_ASSIGN_OR_RAISE(auto maintained, table.Maintain(options));
+    const MaintainReport& r = maintained.second;
+    if (format_ == "json") {
+      nlohmann::json out = {
+          {"table", table.name().ToString()},
+          {"version", r.version},
+          {"partitions_dropped", r.partitions_dropped},
+          {"files_dropped", r.files_dropped},
+          {"rows_dropped", r.rows_dropped},
+          {"partitions_compacted", r.partitions_compacted},
+          {"files_rewritten", r.files_rewritten},
+          {"files_written", r.files_written},
+          {"rows_rewritten", r.rows_rewritten},
+          {"duplicates_removed", r.duplicates_removed},
+          {"bytes_rewritten", r.bytes_rewritten},
+          {"bytes_written", r.bytes_written},
+          {"snapshots_expired", r.snapshots_expired},
+          {"files_deleted", r.files_deleted},
+          {"orphans_deleted", r.orphans_deleted},
+          {"commits", r.commits},
+          {"seconds", static_cast<double>(r.duration.count()) / 1e6},
+      };
+      std::cout << out.dump() << std::endl;
+      return arrow::Status::OK();
+    }
+    std::cout << fmt::format(
+                     "maintained {} in {:.2f} s: version {}; {} partitions dropped; {} "
+                     "partitions compacted ({} files -> {}, {} duplicates removed); {} "
+                     "snapshots expired, {} files deleted; {} orphan files deleted",
+                     table.name().ToString(),
+                     static_cast<double>(r.duration.count()) / 1e6, r.version,
+                     r.partitions_dropped, r.partitions_compacted, r.files_rewritten,
+                     r.files_written, r.duplicates_removed, r.snapshots_expired,
+                     r.files_deleted, r.orphans_deleted)
+              << std::endl;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  bool no_retention_ = false;
+  bool no_compact_ = false;
+  bool no_expire_ = false;
+  bool no_orphans_ = false;
+  std::string orphan_age_ = "1d";
+  std::string format_ = "text";
+};
+
+std::string InfoJson(const TableInfo& info) {
+  const auto optional_string = [](const std::optional<std::string>& value) {
+    return value.has_value() ? JsonQuote(*value) : std::string("null");
+  };
+  std::vector<std::string> series_key;
+  for (const auto& column : info.series_key) series_key.push_back(JsonQuote(column));
+  std::vector<std::string> properties;
+  for (const auto& [key, value] : info.properties) {
+    properties.push_back(JsonQuote(key) + ": " + JsonQuote(value));
+  }
+  return fmt::format(
+      "{{\"name\": {}, \"location\": {}, \"version\": {}, \"snapshot_id\": {}, "
+      "\"time_column\": {}, \"series_key\": [{}], \"chunk\": {}, \"dedup\": {}, "
+      "\"rows\": {}, \"files\": {}, \"bytes\": {}, \"snapshots\": {}, "
+      "\"properties\": {{{}}}}}",
+      JsonQuote(info.name), JsonQuote(info.location), info.version,
+      info.snapshot_id.has_value() ? std::to_string(*info.snapshot_id) : "null",
+      optional_string(info.time_column), fmt::join(series_key, ", "),
+      JsonQuote(info.chunk), info.dedup ? "true" : "false", info.rows, info.files,
+      info.bytes, info.snapshots, fmt::join(properties, ", "));
+}
+
+std::string InfoText(const TableInfo& info) {
+  std::string text;
+  const auto row = [&](std::string_view key, const std::string& value) {
+    text += fmt::format("{:<12} {}\n", key, value);
+  };
+  row("table", info.name);
+  row("location", info.location);
+  row("version", std::to_string(info.version));
+  row("snapshot",
+      info.snapshot_id.has_value() ? std::to_string(*info.snapshot_id) : "none");
+  row("time column", info.time_column.value_or("none (plain table)"));
+  row("series key", info.series_key.empty()
+                        ? "none"
+                        : fmt::format("{}", fmt::join(info.series_key, ",")));
+  row("chunk", info.chunk);
+  row("dedup", info.dedup ? "on" : "off");
+  row("rows", FormatInteger(info.rows));
+  row("files", FormatInteger(info.files));
+  row("size",
+      fmt::format("{} ({} bytes)", FormatBytes(info.bytes), FormatInteger(info.bytes)));
+  row("snapshots", FormatInteger(info.snapshots));
+  if (!info.properties.empty()) {
+    text += "properties\n";
+    for (const auto& [key, value] : info.properties) {
+      text += fmt::format("  {} = {}\n", key, value);
+    }
+  }
+  return text;
+}
+
+class InfoCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name")->required();
+    app->add_option("--format", format_, "text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
+    const TableInfo info = table.Info();
+    std::cout << (format_ == "json" ? InfoJson(info) + "\n" : InfoText(info))
+              << std::flush;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  std::string format_ = "text";
+};
+
+class LsCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("namespace", ns_, "Namespace");
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    if (!ns_.empty()) ARROW_RETURN_NOT_OK(ValidateNamePart(ns_, "namespace"));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(auto tables, lake.ListTables(ns_));
+    std::string text;
+    for (const auto& name : tables) text += name.ToString() + "\n";
+    std::cout << text << std::flush;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string ns_;
+};
+
+class DropCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name")->required();
+    app->add_flag("--if-exists", if_exists_, "No error when the table does not exist");
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    auto status = lake.DropTable(table_);
+    if (!status.ok() && if_exists_ && KindOf(status) == ErrorKind::kNotFound) {
+      std::cerr << table_ << " does not exist" << std::endl;
+      return arrow::Status::OK();
+    }
+    ARROW_RETURN_NOT_OK(status);
+    std::cout << "dropped " << table_ << std::endl;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  bool if_exists_ = false;
+};
+
+// One metadata-only commit with every change.
+class AlterCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name")->required();
+    app->add_option("--set", sets_, "Property KEY=VALUE (repeatable)")
+        ->allow_extra_args(false);
+    app->add_option("--unset", unsets_, "Property KEY to remove (repeatable)")
+        ->allow_extra_args(false);
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    if (sets_.empty() && unsets_.empty()) {
+      return UsageError("alter needs at least one --set KEY=VALUE or --unset KEY");
+    }
+    std::map<std::string, std::optional<std::string>> changes;
+    ARROW_ASSIGN_OR_RAISE(auto sets, ParseKeyValues(sets_, "--set"));
+    for (auto& [k, v] : sets) changes[k] = v;
+    for (const auto& k : unsets_) changes[k] = std::nullopt;
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
+    ARROW_ASSIGN_OR_RAISE(Table altered, table.SetProperties(changes));
+    std::cout << "altered " << altered.name().ToString() << ": version "
+              << altered.version() << std::endl;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  std::vector<std::string> sets_;
+  std::vector<std::string> unsets_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeMaintainCommand() {
+  return std::make_unique<MaintainCommand>();
+}
+std::unique_ptr<Command> MakeInfoCommand() { return std::make_unique<InfoCommand>(); }
+std::unique_ptr<Command> MakeLsCommand() { return std::make_unique<LsCommand>(); }
+std::unique_ptr<Command> MakeDropCommand() { return std::make_unique<DropCommand>(); }
+std::unique_ptr<Command> MakeAlterCommand() { return std::make_unique<AlterCommand>(); }
+
+}  // namespace timelake::cli
