@@ -145,10 +145,12 @@ arrow::Status Ingest(const Lake& lake, const TsbsOptions& tsbs, std::ostream* ou
 
 arrow::Status RunQueries(Session* session, const TsbsOptions& tsbs, std::ostream* out) {
   auto start = std::chrono::steady_clock::now();
+  // Every commit of the fresh demo table writes its last-value index, so
+  // Latest reads that (from the head object or its own small file) and scans
+  // no data file.
   ARROW_ASSIGN_OR_RAISE(auto latest, LatestPerHost(session));
   ARROW_RETURN_NOT_OK(ShowResult(
-      out,
-      "Newest row per host (a window-function scan until the last-value index lands)",
+      out, "Newest row per host (read from the last-value index, not a scan)",
       fmt::format("Session::Latest(\"{}\")", kDemoTable), *latest, SecondsSince(start)));
 
   const int64_t end_us =
