@@ -90,13 +90,18 @@ class TransactionTest : public ::testing::Test {
     return *loaded;
   }
 
+  // Puts `metadata` as version base.version + 1, as another writer would.
+  void PutNext(const TableState& base, const format::TableMetadata& metadata) {
+    auto won = versions::TryCommit(store(), base.table_key, base.version + 1, metadata,
+                                   base.metadata_key);
+    ASSERT_TRUE(won.ok() && *won);
+  }
+
   // Another writer's commit of version base.version + 1.
   void CommitOther(const TableState& base, const std::string& value) {
     format::TableMetadata other = base.metadata;
     other.properties["other"] = value;
-    auto won = versions::TryCommit(store(), base.table_key, base.version + 1, other,
-                                   base.metadata_key);
-    ASSERT_TRUE(won.ok() && *won);
+    PutNext(base, other);
   }
 
   bool Exists(const std::string& key) const { return store().Get(key).ok(); }
@@ -180,9 +185,7 @@ TEST_F(TransactionTest, AmbiguousPutThatLandedIsRecognised) {
     format::TableMetadata landed = b.metadata;
     landed.properties["k"] = "1";
     landed.last_updated_ms = b.metadata.last_updated_ms + 1;  // not byte-equal
-    auto won =
-        versions::TryCommit(store(), b.table_key, b.version + 1, landed, b.metadata_key);
-    ASSERT_TRUE(won.ok() && *won);
+    PutNext(b, landed);
   };
   TL_ASSERT_OK_AND_ASSIGN(auto outcome, Commit(base, &change, CommitOptions{}));
   EXPECT_TRUE(outcome.committed);
@@ -206,9 +209,7 @@ TEST_F(TransactionTest, RetriedPutOfTheSameVersionCountsAsWon) {
     same.properties["k"] = "1";
     same.LogPreviousMetadata(store().Uri(b.metadata_key), b.metadata.last_updated_ms,
                              kMetadataLogLength);
-    auto won =
-        versions::TryCommit(store(), b.table_key, b.version + 1, same, b.metadata_key);
-    ASSERT_TRUE(won.ok() && *won);
+    PutNext(b, same);
   };
   TL_ASSERT_OK_AND_ASSIGN(auto outcome, Commit(base, &change, CommitOptions{}));
   EXPECT_TRUE(outcome.committed);
