@@ -373,6 +373,59 @@ TEST_P(EndToEnd, BadSqlIsAnInvalidErrorNamingTheProblem) {
       << missing.status().message();
 }
 
+// Read errors keep their kind through the engine: a manifest that does not
+// parse while a query is planned is kCorrupt, a data file that is gone while
+// it runs is kNotFound, each naming the object (not kInvalid).
+TEST_P(EndToEnd, ReadErrorsKeepTheirKindThroughSql) {
+  TableOptions opts = TsOptions();
+  opts.properties["timelake.auto-maintain"] = "false";
+  {
+    TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
+    for (const char* name : {"manifest", "datafile"}) {
+      TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable(name, *Schema(), opts));
+      TL_ASSERT_OK(table.Append({Batch({kT0, kT0 + 1}, {1, 2}, {1, 2})}).status());
+    }
+    Flush();
+  }
+  std::string manifest, data_file;
+  for (const auto& key : Files()) {
+    // Without the head objects, planning reads the manifests themselves.
+    if (key.ends_with("/metadata/timelake-head")) {
+      TL_ASSERT_OK(warehouse_.store().Delete(key));
+    }
+    if (key.starts_with("default/manifest/metadata/") && key.find("-m") != key.npos &&
+        key.ends_with(".avro")) {
+      manifest = key;
+    }
+    if (key.starts_with("default/datafile/data/") && key.ends_with(".parquet")) {
+      data_file = key;
+    }
+  }
+  ASSERT_FALSE(manifest.empty());
+  ASSERT_FALSE(data_file.empty());
+  TL_ASSERT_OK(warehouse_.store().Put(manifest, "Obj\x01 not a manifest"));
+  TL_ASSERT_OK(warehouse_.store().Delete(data_file));
+
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());  // caches nothing of the above
+  Session session(lake);
+  auto corrupt = session.Sql("SELECT count(*) FROM manifest");
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_EQ(KindOf(corrupt.status()), ErrorKind::kCorrupt) << corrupt.status().ToString();
+  EXPECT_FALSE(IsRetryable(corrupt.status()));
+  const std::string manifest_name = manifest.substr(manifest.rfind('/') + 1);
+  EXPECT_NE(corrupt.status().message().find(manifest_name), std::string::npos)
+      << corrupt.status().message();
+
+  auto gone = session.Sql("SELECT * FROM datafile");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(KindOf(gone.status()), ErrorKind::kNotFound) << gone.status().ToString();
+  const std::string data_name = data_file.substr(data_file.rfind('/') + 1);
+  EXPECT_NE(gone.status().message().find(data_name), std::string::npos)
+      << gone.status().message();
+  // The queries that do not touch the damage still run.
+  TL_ASSERT_OK(session.Sql("SELECT 1").status());
+}
+
 TEST_P(EndToEnd, ConcurrentAppendersLoseNoRows) {
   TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK(lake.CreateTable("c", *Schema(), TsOptions()).status());

@@ -356,7 +356,9 @@ class Session {
   Session& operator=(Session&&) noexcept;
 
   // Runs one SQL statement and collects its result. Errors: kInvalid (parse
-  // or plan error, with DataFusion's message), kNotFound, kStorage.
+  // or plan error, with DataFusion's message), kNotFound, kStorage (retryable
+  // when the outage may pass), kCorrupt (metadata or a data file that does
+  // not parse), kUnsupported; SqlStream's reader reports the same kinds.
   arrow::Result<std::shared_ptr<arrow::Table>> Sql(std::string_view sql);
   // Runs one SQL statement and streams its result.
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> SqlStream(

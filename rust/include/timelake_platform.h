@@ -9,7 +9,15 @@
 //   err may be NULL when the caller does not want the message.
 // - Buffers and strings returned by Rust are freed with tl_bytes_free /
 //   tl_string_free / tl_listing_free. Pointers passed in are only borrowed for
-//   the duration of the call.
+//   the duration of the call, except Arrow C data structs handed to a
+//   tl_sink_set_* function: those are moved (the callee owns them and marks
+//   the caller's struct released, as the Arrow C data interface's "move").
+// - Structured data crosses as Arrow C data (schemas, record batches, result
+//   streams); JSON text carries only plans and small lists.
+// - Errors keep their kind across the boundary in both directions: a
+//   failing callback puts its TlCode in its sink (tl_sink_set_code) and the
+//   query fails with that code; a failing result stream tells its code with
+//   tl_stream_error_code.
 // - Object keys ("paths") are relative to the store's root (the warehouse
 //   location given to tl_store_open), '/'-separated, without a leading '/'.
 // - All functions are thread-safe and may block. They must not be called from
@@ -85,6 +93,7 @@ typedef enum TlCode {
   TL_UNSUPPORTED = 7,        // the backend or engine cannot do this
   TL_INTERNAL = 8,           // a bug, including a caught Rust panic
   TL_EXECUTION = 9,          // query execution failed (message says why)
+  TL_CORRUPT = 10,           // stored metadata or data that does not parse
 } TlCode;
 
 void tl_string_free(char* s);
@@ -221,10 +230,13 @@ TlCode tl_footer_remember(TlStore* store, const char* path, uint64_t file_size,
 // is, and which data files a scan must read. Callbacks are invoked on Rust's
 // blocking threads; they may call tl_store_* functions. They return 0 on
 // success, 1 for "not found", any other value for an error whose message they
-// put with tl_sink_write; such an error fails the query with TL_EXECUTION.
-// Errors of list_schemas / list_tables cannot fail a query (DataFusion's
-// listing methods are infallible): they are printed to stderr and the list is
-// taken as empty; "not found" from them is an empty list too.
+// put with tl_sink_write and whose kind they set with tl_sink_set_code (e.g.
+// TL_STORAGE_RETRYABLE when a manifest could not be read, TL_CORRUPT when it
+// does not parse); such an error fails the query with that code, or with
+// TL_EXECUTION when none was set. Errors of list_schemas / list_tables cannot
+// fail a query (DataFusion's listing methods are infallible): they are
+// printed to stderr and the list is taken as empty; "not found" from them is
+// an empty list too. A sink lives for one callback call.
 
 typedef struct TlSink TlSink;
 // Appends bytes (UTF-8 JSON text, or an error message) to the sink.
@@ -232,6 +244,17 @@ void tl_sink_write(TlSink* sink, const char* data, size_t len);
 // Moves an Arrow schema into the sink (the sink takes ownership; *schema is
 // marked released).
 void tl_sink_set_schema(TlSink* sink, struct ArrowSchema* schema);
+// Moves a record batch into the sink: `array` is a struct array of type
+// `schema` (Arrow C++'s ExportRecordBatch). The sink takes ownership of both
+// and marks them released, whatever happens (a released or NULL half makes
+// the sink drop the other). Rust reads the buffers in place, without a copy,
+// and calls array->release when it no longer needs them, which may be after
+// the callback returned and from any thread.
+void tl_sink_set_batch(TlSink* sink, struct ArrowSchema* schema,
+                       struct ArrowArray* array);
+// The TlCode of the callback's failure (with a return value other than 0
+// and 1). Values that are not TlCodes, and TL_OK, are ignored.
+void tl_sink_set_code(TlSink* sink, int code);
 
 typedef struct TlCatalogCallbacks {
   void* ctx;
@@ -259,9 +282,12 @@ typedef struct TlCatalogCallbacks {
   //         "dedup": {"keys": ["series", ..., "time"], "order": ["_ingest_ts"],
   //                   "groups": [[file index, ...], ...]}}
   // A request {"last_values": {"partition_by": [...], "order_by": "time"}}
-  // asks for the current snapshot's last-value index instead: the answer is
-  // {"files": [{"path": ..., "size": n}]} when it holds the newest row per
-  // those columns, else {"files": null}.
+  // asks for the current snapshot's last-value index instead, when it holds
+  // the newest row per those columns: its rows, in the table's schema, moved
+  // into the sink with tl_sink_set_batch (the JSON text is then ignored), or
+  // {"files": [{"path": ..., "size": n}]} naming the index file for
+  // DataFusion to read; else {"files": null}. The engine keeps no copy of
+  // the rows between queries: C++ owns the one cache of decoded indexes.
   // "dedup" is optional: files of one group may hold rows with equal keys and
   // are merged by (keys, order, seq), keeping the last row of equal keys; the
   // other files are read as they are. "sorted" says a file is sorted by
@@ -278,8 +304,11 @@ typedef struct TlCatalogCallbacks {
   // [{"name": "read_dedup", "description": "..."}, ...] of the settings
   // `SET timelake.<name> = value` may change.
   int (*describe_settings)(void* ctx, TlSink* out);
-  // Optional. Checks `SET timelake.<name> = value`: returns 0 when valid,
-  // otherwise an error whose message it writes to `out`.
+  // Optional (NULL: every `SET timelake.*` is refused as unknown). Checks
+  // `SET timelake.<name> = value` (`name` lower case, '-' as '_'): returns 0
+  // when valid, otherwise an error whose message it writes to `out`. It is
+  // the only check: Rust keeps no list of names or ranges (unknown names
+  // are the callback's to refuse too); such errors are TL_INVALID.
   int (*check_setting)(void* ctx, const char* name, const char* value, TlSink* out);
 } TlCatalogCallbacks;
 
@@ -301,11 +330,26 @@ TlCode tl_session_set_option(TlSession* session, const char* key, const char* va
 
 // Plans and runs one SQL statement; the result streams through `out`
 // (get_next runs the plan on Rust's runtime; it must not be called from a
-// callback). Parse and plan errors are TL_INVALID with DataFusion's message
-// (TL_UNSUPPORTED for what DataFusion does not implement, e.g. several
-// statements in one string); a failing catalog callback is TL_EXECUTION.
+// callback). Errors, here and from the stream's get_next
+// (tl_stream_error_code):
+// - TL_INVALID: parse and plan errors, with DataFusion's message
+//   (TL_UNSUPPORTED for what DataFusion does not implement, e.g. several
+//   statements in one string);
+// - a failing catalog callback: the code it set (tl_sink_set_code), else
+//   TL_EXECUTION;
+// - reading a data file: TL_NOT_FOUND (the object is gone), TL_STORAGE or
+//   TL_STORAGE_RETRYABLE (classified as for tl_store_get), TL_CORRUPT (a
+//   Parquet file that does not decode);
+// - TL_EXECUTION: any other failure of a running plan; TL_INTERNAL: a bug.
 TlCode tl_session_sql(TlSession* session, const char* sql, struct ArrowArrayStream* out,
                       char** err);
+
+// The TlCode of the last failed call on a stream made by tl_session_sql
+// (get_next returns an errno as the C stream interface wants; this tells the
+// kind, see tl_session_sql): TL_OK when no call failed. TL_INVALID for NULL,
+// a released stream or a stream that tl_session_sql did not make. Not
+// concurrently with another call on the same stream.
+TlCode tl_stream_error_code(struct ArrowArrayStream* stream);
 
 // Like tl_session_sql with EXPLAIN ANALYZE: writes the executed plan with its
 // metrics (files, row groups and pages pruned or read) as text.

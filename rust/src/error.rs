@@ -24,6 +24,28 @@ pub enum TlCode {
     Unsupported = 7,
     Internal = 8,
     Execution = 9,
+    Corrupt = 10,
+}
+
+impl TlCode {
+    /// The code of a C `int` (`tl_sink_set_code`); None for TL_OK and for
+    /// values the header does not define.
+    pub fn from_raw(code: i32) -> Option<Self> {
+        use TlCode as C;
+        Some(match code {
+            1 => C::NotFound,
+            2 => C::AlreadyExists,
+            3 => C::Precondition,
+            4 => C::Invalid,
+            5 => C::Storage,
+            6 => C::StorageRetryable,
+            7 => C::Unsupported,
+            8 => C::Internal,
+            9 => C::Execution,
+            10 => C::Corrupt,
+            _ => return None,
+        })
+    }
 }
 
 /// An error with the code reported to C and its message.
@@ -199,6 +221,29 @@ pub enum Phase {
     Execution,
 }
 
+/// The code of a storage or Parquet failure in a DataFusion error chain,
+/// e.g. of a data file read while a plan runs: object_store errors are
+/// classified as for the C API ([`object_store_code`]); a Parquet file that
+/// does not decode is TL_CORRUPT.
+fn storage_code(err: &(dyn StdError + 'static), phase: Phase) -> Option<TlCode> {
+    use parquet::errors::ParquetError as P;
+    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(os) = e.downcast_ref::<object_store::Error>() {
+            return Some(object_store_code(os));
+        }
+        match e.downcast_ref::<P>() {
+            // External carries its cause (often an object_store error).
+            Some(P::External(_)) | None => {}
+            Some(P::NYI(_)) => return Some(TlCode::Unsupported),
+            Some(_) if phase == Phase::Execution => return Some(TlCode::Corrupt),
+            Some(_) => {}
+        }
+        current = e.source();
+    }
+    None
+}
+
 /// Converts a DataFusion error into a [`TlError`] with DataFusion's message.
 pub fn from_datafusion(err: &DataFusionError, phase: Phase) -> TlError {
     if let Some(tl) = find_tl_error(err) {
@@ -207,10 +252,10 @@ pub fn from_datafusion(err: &DataFusionError, phase: Phase) -> TlError {
     let code = match err.find_root() {
         DataFusionError::NotImplemented(_) => TlCode::Unsupported,
         DataFusionError::Internal(_) => TlCode::Internal,
-        _ => match phase {
+        _ => storage_code(err, phase).unwrap_or(match phase {
             Phase::Planning => TlCode::Invalid,
             Phase::Execution => TlCode::Execution,
-        },
+        }),
     };
     TlError::new(code, err.strip_backtrace())
 }
@@ -238,6 +283,39 @@ mod tests {
         let tl = from_datafusion(&err, Phase::Planning);
         assert_eq!(tl.code, TlCode::StorageRetryable);
         assert_eq!(tl.message, "boom");
+    }
+
+    #[test]
+    fn storage_errors_keep_their_kind() {
+        let missing = object_store::Error::NotFound {
+            path: "d/x.parquet".into(),
+            source: "gone".into(),
+        };
+        let err = DataFusionError::ObjectStore(Box::new(missing));
+        assert_eq!(
+            from_datafusion(&err, Phase::Execution).code,
+            TlCode::NotFound
+        );
+        let busy = object_store::Error::Generic {
+            store: "S3",
+            source: "Server returned non-2xx status code: 503 Service Unavailable".into(),
+        };
+        let err = DataFusionError::ParquetError(Box::new(parquet::errors::ParquetError::External(
+            Box::new(busy),
+        )));
+        let tl = from_datafusion(&err, Phase::Execution);
+        assert_eq!(tl.code, TlCode::StorageRetryable);
+        assert!(tl.message.contains("503"), "{}", tl.message);
+        let corrupt = DataFusionError::ParquetError(Box::new(
+            parquet::errors::ParquetError::General("Invalid Parquet file. Corrupt footer".into()),
+        ));
+        assert_eq!(
+            from_datafusion(&corrupt, Phase::Execution).code,
+            TlCode::Corrupt
+        );
+        assert_eq!(TlCode::from_raw(10), Some(TlCode::Corrupt));
+        assert_eq!(TlCode::from_raw(0), None);
+        assert_eq!(TlCode::from_raw(11), None);
     }
 
     #[test]

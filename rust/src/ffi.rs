@@ -9,15 +9,16 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::Arc;
 
-use arrow::ffi::FFI_ArrowSchema;
+use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use bytes::Bytes;
 
-use crate::catalog::{Callbacks, TlCatalogCallbacks, TlSink};
+use crate::callbacks::{Callbacks, TlCatalogCallbacks, TlSink};
 use crate::error::{panic_message, TlCode, TlError, TlResult};
 use crate::footers;
 use crate::session::Session;
 use crate::store::{Listing, Put, Store};
+use crate::stream;
 
 /// `TlStore` of the header.
 pub struct TlStore {
@@ -675,6 +676,64 @@ pub unsafe extern "C" fn tl_sink_set_schema(sink: *mut TlSink, schema: *mut FFI_
         // requires. The sink now owns (and eventually releases) it.
         sink.schema = Some(unsafe { FFI_ArrowSchema::from_raw(schema) });
     }));
+}
+
+/// # Safety
+/// `sink` must be NULL or the sink passed to the running callback; `schema`
+/// and `array` must be NULL or a valid Arrow C schema and an array of that
+/// (struct) type, which are moved into the sink.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_sink_set_batch(
+    sink: *mut TlSink,
+    schema: *mut FFI_ArrowSchema,
+    array: *mut FFI_ArrowArray,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per this function's contract.
+        let live_schema = matches!(unsafe { schema.as_ref() }, Some(s) if s.release.is_some());
+        // SAFETY: per this function's contract.
+        let live_array = matches!(unsafe { array.as_ref() }, Some(a) if !a.is_released());
+        // Both are taken, released or not, so that the caller never owns
+        // half of a batch: what is not moved into the sink is released here.
+        // SAFETY: valid, unreleased structs (checked above): `from_raw`
+        // moves each out and leaves a released one behind, as the C data
+        // interface's "move" requires; dropping a moved struct releases it.
+        let taken_schema = live_schema.then(|| unsafe { FFI_ArrowSchema::from_raw(schema) });
+        // SAFETY: as for the schema.
+        let taken_array = live_array.then(|| unsafe { FFI_ArrowArray::from_raw(array) });
+        // SAFETY: per this function's contract.
+        let Some(sink) = (unsafe { sink.as_mut() }) else {
+            return;
+        };
+        if let (Some(s), Some(a)) = (taken_schema, taken_array) {
+            sink.batch = Some((s, a));
+        }
+    }));
+}
+
+/// # Safety
+/// `sink` must be NULL or the sink passed to the running callback.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_sink_set_code(sink: *mut TlSink, code: c_int) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per this function's contract.
+        if let Some(sink) = unsafe { sink.as_mut() } {
+            sink.code = TlCode::from_raw(code);
+        }
+    }));
+}
+
+// --- result streams ----------------------------------------------------------
+
+/// # Safety
+/// `stream` must be NULL or a valid (possibly released) Arrow C stream.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_stream_error_code(stream: *mut FFI_ArrowArrayStream) -> TlCode {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per this function's contract.
+        unsafe { stream::last_code(stream) }
+    }))
+    .unwrap_or(TlCode::Internal)
 }
 
 // --- sessions ----------------------------------------------------------------

@@ -4,11 +4,13 @@
 //! - [`store`]: warehouse storage (`tl_store_*`), with [`trace`] for
 //!   `TIMELAKE_TRACE=storage`.
 //! - [`session`]: SQL sessions (`tl_session_*`) whose catalog ([`catalog`])
-//!   and tables ([`provider`], [`filters`]) are answered by C++ callbacks.
+//!   and tables ([`provider`], [`filters`]) are answered by C++ callbacks
+//!   ([`callbacks`], a leaf: it uses no other module but [`error`]).
 //! - [`ffi`]: the `extern "C"` functions themselves; [`stream`] exports
 //!   query results as Arrow C streams.
 //! - [`runtime`]: the crate's tokio runtime and the sync/async bridges.
 
+pub mod callbacks;
 pub mod catalog;
 pub mod datetrunc;
 pub mod dedup;

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef};
-use arrow::ipc::reader::StreamReader;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::project_schema;
@@ -33,7 +32,7 @@ use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use serde_json::{json, Value};
 
-use crate::catalog::Callbacks;
+use crate::callbacks::Callbacks;
 use crate::dedup::DedupExec;
 use crate::error::{TlError, TlResult};
 use crate::filters::translate_filters;
@@ -180,9 +179,11 @@ impl TimelakeTable {
         Ok(plan)
     }
 
-    /// The file of the current snapshot's last-value index, when it answers
-    /// "newest row per `partition_by` ordered by `order_by` descending" for
-    /// this table (C++ checks the series key and the time column).
+    /// The current snapshot's last-value index, when it answers "newest row
+    /// per `partition_by` ordered by `order_by` descending" for this table
+    /// (C++ checks the series key and the time column). C++ hands over the
+    /// rows it holds decoded (Arrow C data, no copy); it keeps the one cache
+    /// of them, so nothing here is cached.
     pub(crate) fn last_value_index(
         &self,
         partition_by: &[String],
@@ -197,62 +198,28 @@ impl TimelakeTable {
             self.callbacks
                 .plan_scan(&self.schema_name, &self.table_name, &request)
         })?;
-        let value = serde_json::from_str::<Value>(&answer).unwrap_or(Value::Null);
+        if let Some(rows) = answer.rows {
+            // In the table's schema as DataFusion resolved it (the same
+            // types; field metadata and nullability from the catalog).
+            let rows = RecordBatch::try_new(Arc::clone(&self.schema), rows.columns().to_vec())
+                .map_err(|e| {
+                    TlError::internal(format!(
+                        "plan_scan({}.{}) sent last values that do not fit the table schema: {e}",
+                        self.schema_name, self.table_name
+                    ))
+                })?;
+            return Ok(Some(IndexSource::Rows(vec![rows])));
+        }
+        let value = serde_json::from_str::<Value>(&answer.json).unwrap_or(Value::Null);
         if value.get("files").is_some_and(Value::is_null) {
             return Ok(None);
         }
-        if let Some(hex) = value.get("ipc").and_then(Value::as_str) {
-            // The same index decoded before (warm queries): no hex to decode.
-            let key = value.get("key").and_then(Value::as_str);
-            if let Some(rows) = key.and_then(|k| self.store.cached_index(k)) {
-                return Ok(Some(IndexSource::Rows(rows)));
-            }
-            let rows = self.index_rows(hex)?;
-            if let Some(k) = key {
-                self.store.remember_index(k, rows.clone());
-            }
-            return Ok(Some(IndexSource::Rows(rows)));
-        }
-        let plan = self.parse_answer(&answer)?;
+        let plan = self.parse_answer(&answer.json)?;
         Ok(plan
             .files
             .into_iter()
             .next()
             .map(|f| IndexSource::File(f.file)))
-    }
-
-    /// The index rows C++ sent as a hex-encoded Arrow IPC stream, in the
-    /// table's schema.
-    fn index_rows(&self, hex: &str) -> TlResult<Vec<RecordBatch>> {
-        let invalid = |why: String| {
-            TlError::internal(format!(
-                "plan_scan({}.{}) sent last values that {why}",
-                self.schema_name, self.table_name
-            ))
-        };
-        let digit = |c: u8| -> TlResult<u8> {
-            (c as char)
-                .to_digit(16)
-                .map(|d| d as u8)
-                .ok_or_else(|| invalid("are not hex".into()))
-        };
-        let bytes = hex
-            .as_bytes()
-            .chunks(2)
-            .map(|pair| match pair {
-                [hi, lo] => Ok(digit(*hi)? << 4 | digit(*lo)?),
-                _ => Err(invalid("have an odd length".into())),
-            })
-            .collect::<TlResult<Vec<u8>>>()?;
-        let reader = StreamReader::try_new(std::io::Cursor::new(bytes), None)
-            .map_err(|e| invalid(format!("do not decode: {e}")))?;
-        reader
-            .map(|batch| {
-                let batch = batch.map_err(|e| invalid(format!("do not decode: {e}")))?;
-                RecordBatch::try_new(Arc::clone(&self.schema), batch.columns().to_vec())
-                    .map_err(|e| invalid(format!("do not fit the table schema: {e}")))
-            })
-            .collect()
     }
 
     /// A Parquet scan of `files` (one file group per entry of `groups`).
@@ -272,7 +239,7 @@ impl TimelakeTable {
         // sessions and filled from the head's inlined footers too
         // (crate::footers); data files are immutable in Iceberg.
         let reader_factory = CachedParquetFileReaderFactory::new(
-            client,
+            Arc::clone(&client),
             runtime_env.cache_manager.get_file_metadata_cache(),
         );
 
@@ -286,6 +253,7 @@ impl TimelakeTable {
             .with_enable_page_index(true)
             .with_parquet_file_reader_factory(Arc::new(NamingReaderFactory {
                 inner: Arc::new(reader_factory),
+                store: client,
             }));
         if let Some(hint) = metadata_size_hint {
             source = source.with_metadata_size_hint(hint);
@@ -450,7 +418,8 @@ fn round_robin(files: Vec<PartitionedFile>, n: usize) -> Vec<FileGroup> {
 pub(crate) enum IndexSource {
     /// The index file, for DataFusion to read.
     File(PartitionedFile),
-    /// The rows themselves (from the head object or the engine's cache).
+    /// The rows themselves, as C++ holds them (from the head object or the
+    /// index file it read).
     Rows(Vec<RecordBatch>),
 }
 
@@ -511,7 +480,7 @@ impl TableProvider for TimelakeTable {
         .and_then(|r| r)
         .map_err(TlError::into_datafusion)?;
         let ScanPlan { files, dedup } = self
-            .parse_answer(&answer)
+            .parse_answer(&answer.json)
             .map_err(TlError::into_datafusion)?;
 
         if files.is_empty() {

@@ -15,7 +15,8 @@ use datafusion::logical_expr::ScalarUDF;
 use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use crate::catalog::{Callbacks, TimelakeCatalog};
+use crate::callbacks::Callbacks;
+use crate::catalog::TimelakeCatalog;
 use crate::datetrunc::UtcDateTrunc;
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
 use crate::lastvalue::LastValueRewrite;

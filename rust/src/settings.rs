@@ -1,9 +1,11 @@
 //! `SET timelake.<name> = value`: the session level of Timelake's settings.
 //!
 //! The registry lives in C++ (it also validates table properties and
-//! generates the docs); this DataFusion config extension only holds the
-//! values a session set, asks C++ to validate each one, and hands them to
-//! every `plan_scan` request.
+//! generates the docs) and is the only validator: this DataFusion config
+//! extension keeps no list of names or ranges of its own. It asks C++ to
+//! check every value (`check_setting`, unknown names included), holds the
+//! values a session set, and hands them to every `plan_scan` request; the
+//! descriptions C++ gives (`describe_settings`) only feed `SHOW ALL`.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -12,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use datafusion::common::config::{ConfigEntry, ConfigExtension, ExtensionOptions};
 use datafusion::error::{DataFusionError, Result as DFResult};
 
-use crate::catalog::Callbacks;
+use crate::callbacks::Callbacks;
 
 /// One settable name with its description (leaked once per process: the
 /// registry is static, and `ConfigEntry` wants `&'static str`).
@@ -79,12 +81,6 @@ impl ExtensionOptions for TimelakeOptions {
 
     fn set(&mut self, key: &str, value: &str) -> DFResult<()> {
         let name = normalize(key);
-        if !self.known.iter().any(|k| k.name == name) {
-            return Err(DataFusionError::Configuration(format!(
-                "unknown session setting timelake.{key} (`timelake settings` lists them; \
-                 table-only settings are changed with `timelake alter`)"
-            )));
-        }
         self.callbacks
             .check_setting(&name, value)
             .map_err(|e| DataFusionError::Configuration(e.message))?;

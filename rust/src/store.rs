@@ -6,11 +6,9 @@
 //! the bucket's base URL, so scans and the C API share connections, retries
 //! and tracing.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use arrow::array::RecordBatch;
 use bytes::Bytes;
 use datafusion::execution::cache::cache_manager::{
     FileMetadataCache, DEFAULT_METADATA_CACHE_LIMIT,
@@ -80,16 +78,10 @@ pub struct Store {
     /// Parquet footers of data files (with page indexes), shared by every
     /// session on this store: see [`crate::footers`].
     footers: Arc<FileMetadataCache>,
-    /// Last-value index rows decoded for the SQL rewrite, by the key C++
-    /// gives them (the index and the schema they are in).
-    indexes: Mutex<HashMap<String, Vec<RecordBatch>>>,
     /// Whether the storage endpoint has answered a request of this store
     /// (see [`Store::error`]).
     answered: AtomicBool,
 }
-
-/// Decoded indexes a store keeps (all dropped when full, as C++ does).
-const KEPT_INDEXES: usize = 16;
 
 impl Store {
     /// Option values that must never appear in a message (for redacting
@@ -173,7 +165,6 @@ impl Store {
             footers: Arc::new(
                 DefaultCache::new(DEFAULT_METADATA_CACHE_LIMIT).with_name("TimelakeFooters"),
             ),
-            indexes: Mutex::new(HashMap::new()),
             answered: AtomicBool::new(false),
         })
     }
@@ -190,20 +181,6 @@ impl Store {
     /// file metadata cache).
     pub fn footers(&self) -> &Arc<FileMetadataCache> {
         &self.footers
-    }
-
-    /// Index rows decoded before under `key` (see `indexes`).
-    pub fn cached_index(&self, key: &str) -> Option<Vec<RecordBatch>> {
-        self.indexes.lock().ok()?.get(key).cloned()
-    }
-
-    pub fn remember_index(&self, key: &str, rows: Vec<RecordBatch>) {
-        if let Ok(mut indexes) = self.indexes.lock() {
-            if indexes.len() >= KEPT_INDEXES {
-                indexes.clear();
-            }
-            indexes.insert(key.to_string(), rows);
-        }
     }
 
     /// The (possibly tracing) client, shared with DataFusion.

@@ -17,7 +17,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 
-use crate::error::{from_datafusion, panic_message, Phase};
+use crate::error::{from_datafusion, panic_message, Phase, TlCode};
 use crate::runtime;
 use crate::store::redact;
 
@@ -30,6 +30,8 @@ struct StreamState {
     /// None once the stream has ended or failed.
     stream: Option<SendableRecordBatchStream>,
     last_error: Option<CString>,
+    /// The TlCode of the last failure (`tl_stream_error_code`).
+    last_code: TlCode,
     /// Credentials to scrub from error messages (storage errors raised while
     /// scanning may quote requests).
     secrets: Arc<Vec<String>>,
@@ -44,6 +46,7 @@ pub fn export(
         schema: stream.schema(),
         stream: Some(stream),
         last_error: None,
+        last_code: TlCode::Ok,
         secrets,
     });
     FFI_ArrowArrayStream {
@@ -55,14 +58,18 @@ pub fn export(
     }
 }
 
+/// A failure of a stream callback: the errno it returns, the TlCode kept
+/// for `tl_stream_error_code` and the message for `get_last_error`.
+type Failure = (c_int, TlCode, String);
+
 /// Runs one callback body against the stream's state, turning errors and
-/// panics into an errno plus `last_error`.
+/// panics into an errno plus `last_error` and `last_code`.
 ///
 /// # Safety
 /// `stream` must be NULL or a stream made by [`export`] and not released.
 unsafe fn with_state(
     stream: *mut FFI_ArrowArrayStream,
-    body: impl FnOnce(&mut StreamState) -> Result<(), (c_int, String)>,
+    body: impl FnOnce(&mut StreamState) -> Result<(), Failure>,
 ) -> c_int {
     // SAFETY: per this function's contract, a non-NULL `stream` is ours and
     // `private_data` is the `StreamState` leaked by `export`; the C stream
@@ -76,12 +83,13 @@ unsafe fn with_state(
         _ => return EINVAL,
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| body(&mut *state)))
-        .unwrap_or_else(|payload| Err((EIO, panic_message(payload.as_ref()))));
+        .unwrap_or_else(|payload| Err((EIO, TlCode::Internal, panic_message(payload.as_ref()))));
     match outcome {
         Ok(()) => 0,
-        Err((code, message)) => {
+        Err((errno, code, message)) => {
             state.last_error = CString::new(message.replace('\0', "\\0")).ok();
-            code
+            state.last_code = code;
+            errno
         }
     }
 }
@@ -94,10 +102,14 @@ unsafe extern "C" fn get_schema(
     unsafe {
         with_state(stream, |state| {
             if out.is_null() {
-                return Err((EINVAL, "get_schema: out is NULL".to_string()));
+                return Err((
+                    EINVAL,
+                    TlCode::Invalid,
+                    "get_schema: out is NULL".to_string(),
+                ));
             }
             let schema = FFI_ArrowSchema::try_from(state.schema.as_ref())
-                .map_err(|e| (EINVAL, e.to_string()))?;
+                .map_err(|e| (EINVAL, TlCode::Internal, e.to_string()))?;
             // SAFETY: `out` is a valid, writable ArrowSchema slot; the
             // consumer owns (and later releases) what we move into it.
             std::ptr::write(out, schema);
@@ -114,7 +126,7 @@ unsafe extern "C" fn get_next(
     unsafe {
         with_state(stream, |state| {
             if out.is_null() {
-                return Err((EINVAL, "get_next: out is NULL".to_string()));
+                return Err((EINVAL, TlCode::Invalid, "get_next: out is NULL".to_string()));
             }
             let next = match state.stream.take() {
                 None => None,
@@ -123,15 +135,16 @@ unsafe extern "C" fn get_next(
                         let item = batches.next().await;
                         (batches, item)
                     })
-                    .map_err(|e| (EIO, e.message))?;
+                    .map_err(|e| (EIO, e.code, e.message))?;
                     match item {
                         Some(Ok(batch)) => {
                             state.stream = Some(batches);
                             Some(batch)
                         }
                         Some(Err(e)) => {
-                            let message = from_datafusion(&e, Phase::Execution).message;
-                            return Err((EIO, redact(&message, &state.secrets)));
+                            let error = from_datafusion(&e, Phase::Execution);
+                            let message = redact(&error.message, &state.secrets);
+                            return Err((EIO, error.code, message));
                         }
                         None => None,
                     }
@@ -149,6 +162,29 @@ unsafe extern "C" fn get_next(
         })
     }
 }
+
+/// The TlCode of the last failed call on `stream` (TL_OK when none failed);
+/// TL_INVALID for a stream that [`export`] did not make or that is released.
+///
+/// # Safety
+/// `stream` must be NULL or a valid (possibly released) Arrow C stream.
+pub unsafe fn last_code(stream: *mut FFI_ArrowArrayStream) -> TlCode {
+    // SAFETY: per this function's contract.
+    let Some(s) = (unsafe { stream.as_ref() }) else {
+        return TlCode::Invalid;
+    };
+    let ours = s
+        .get_next
+        .is_some_and(|f| std::ptr::fn_addr_eq(f, get_next as GetNextFn));
+    if !ours || s.private_data.is_null() {
+        return TlCode::Invalid;
+    }
+    // SAFETY: a stream of ours: `private_data` is the `StreamState` of
+    // `export`, and the C stream interface forbids concurrent calls.
+    unsafe { &*(s.private_data as *const StreamState) }.last_code
+}
+
+type GetNextFn = unsafe extern "C" fn(*mut FFI_ArrowArrayStream, *mut FFI_ArrowArray) -> c_int;
 
 unsafe extern "C" fn get_last_error(stream: *mut FFI_ArrowArrayStream) -> *const c_char {
     let result = catch_unwind(|| {

@@ -12,13 +12,13 @@ use arrow::array::{
     Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt64Array,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use arrow::ffi::FFI_ArrowSchema;
+use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use serde_json::{json, Value};
 
-use crate::catalog::{TlCatalogCallbacks, TlSink};
+use crate::callbacks::{TlCatalogCallbacks, TlSink};
 use crate::error::TlCode;
 use crate::ffi::*;
 
@@ -137,7 +137,8 @@ unsafe extern "C" fn table_schema_cb(
     table: *const c_char,
     out: *mut TlSink,
 ) -> c_int {
-    if arg(schema) != "default" || !["t", "broken", "failing"].contains(&arg(table).as_str()) {
+    let known = ["t", "broken", "failing", "flaky"];
+    if arg(schema) != "default" || !known.contains(&arg(table).as_str()) {
         return 1;
     }
     let mut ffi = FFI_ArrowSchema::try_from(table_schema().as_ref()).unwrap();
@@ -165,8 +166,30 @@ unsafe extern "C" fn plan_scan(
         .requests
         .lock()
         .unwrap()
-        .push((table.clone(), request));
+        .push((table.clone(), request.clone()));
     match table.as_str() {
+        "t" if !request["last_values"].is_null() => {
+            // The last-value index of t by `name`: moved in as Arrow C data.
+            if request["last_values"] != json!({"partition_by": ["name"], "order_by": "ts"}) {
+                sink_write(out, r#"{"files": null}"#);
+                return 0;
+            }
+            let rows = last_value_rows();
+            let array = arrow::array::StructArray::from(rows.clone());
+            let mut ffi_array = FFI_ArrowArray::new(&array.into_data());
+            let mut ffi_schema = FFI_ArrowSchema::try_from(rows.schema().as_ref()).unwrap();
+            // SAFETY: moves both into the sink; they are left released.
+            unsafe { tl_sink_set_batch(out, &mut ffi_schema, &mut ffi_array) };
+            assert!(ffi_schema.release.is_none() && ffi_array.is_released());
+            sink_write(out, r#"{"files": []}"#);
+            0
+        }
+        "flaky" => {
+            sink_write(out, "reading the manifest list: 503 SlowDown");
+            // SAFETY: the live sink of this callback.
+            unsafe { tl_sink_set_code(out, TlCode::StorageRetryable as c_int) };
+            2
+        }
         "t" => {
             // Callbacks may call back into the store (as C++ reads Iceberg
             // metadata): this runs on a blocking thread of the runtime.
@@ -200,6 +223,20 @@ unsafe extern "C" fn plan_scan(
             2
         }
     }
+}
+
+/// The rows test table t's last-value index holds: name = "last", x = 99
+/// (not a row of the data file, so answers show where they came from).
+fn last_value_rows() -> RecordBatch {
+    RecordBatch::try_new(
+        table_schema(),
+        vec![
+            Arc::new(Int64Array::from(vec![99])),
+            Arc::new(StringArray::from(vec!["last"])),
+            Arc::new(TimestampMicrosecondArray::from(vec![TS0]).with_timezone("UTC")),
+        ],
+    )
+    .unwrap()
 }
 
 unsafe extern "C" fn release(ctx: *mut c_void) {
@@ -317,6 +354,47 @@ impl Fixture {
         reader
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| (TlCode::Execution, e.to_string()))
+    }
+
+    /// Runs a query and reads its stream; a failure's code is the one
+    /// `tl_stream_error_code` gives.
+    fn sql_with_codes(&self, sql: &str) -> Result<Vec<RecordBatch>, (TlCode, String)> {
+        let sql = CString::new(sql).unwrap();
+        let mut stream = FFI_ArrowArrayStream::empty();
+        let mut err = ptr::null_mut();
+        // SAFETY: valid arguments.
+        let code = unsafe { tl_session_sql(self.session, sql.as_ptr(), &mut stream, &mut err) };
+        if code != TlCode::Ok {
+            return Err((code, take_string(err)));
+        }
+        let mut batches = Vec::new();
+        loop {
+            let mut array = FFI_ArrowArray::empty();
+            // SAFETY: the stream tl_session_sql made, not released yet.
+            let rc = unsafe { (stream.get_next.unwrap())(&mut stream, &mut array) };
+            if rc != 0 {
+                // SAFETY: as above.
+                let code = unsafe { tl_stream_error_code(&mut stream) };
+                // SAFETY: as above; the text stays valid until the next call.
+                let text = unsafe { CStr::from_ptr((stream.get_last_error.unwrap())(&mut stream)) };
+                return Err((code, text.to_string_lossy().into_owned()));
+            }
+            if array.is_released() {
+                break;
+            }
+            let mut schema = FFI_ArrowSchema::empty();
+            // SAFETY: as above.
+            assert_eq!(
+                unsafe { (stream.get_schema.unwrap())(&mut stream, &mut schema) },
+                0
+            );
+            // SAFETY: an array and its schema from the stream.
+            let data = unsafe { arrow::ffi::from_ffi(array, &schema) }.unwrap();
+            batches.push(RecordBatch::from(arrow::array::StructArray::from(data)));
+        }
+        // SAFETY: a healthy stream reports no failure.
+        assert_eq!(unsafe { tl_stream_error_code(&mut stream) }, TlCode::Ok);
+        Ok(batches)
     }
 
     fn last_request(&self, table: &str) -> Value {
@@ -582,6 +660,25 @@ fn errors_are_reported() {
     let (code, message) = fx.sql("SELECT * FROM broken").unwrap_err();
     assert_eq!(code, TlCode::Execution);
     assert!(message.contains("missing.parquet"), "{message}");
+
+    // A callback's code is the query's: a retryable storage failure while
+    // planning stays one (C++ retries or reports it as such).
+    let (code, message) = fx.sql("SELECT * FROM flaky").unwrap_err();
+    assert_eq!(code, TlCode::StorageRetryable);
+    assert!(message.contains("503 SlowDown"), "{message}");
+
+    // A data file that is not there: object_store's "not found" while the
+    // plan runs, kept by the stream.
+    let (code, message) = fx.sql_with_codes("SELECT * FROM broken").unwrap_err();
+    assert_eq!(code, TlCode::NotFound, "{message}");
+    assert!(message.contains("missing.parquet"), "{message}");
+    // A stream that is not one of ours has no code to tell.
+    let mut foreign = FFI_ArrowArrayStream::empty();
+    // SAFETY: a valid (released) stream.
+    assert_eq!(
+        unsafe { tl_stream_error_code(&mut foreign) },
+        TlCode::Invalid
+    );
 
     // Bad arguments.
     let mut err = ptr::null_mut();
@@ -952,4 +1049,41 @@ fn store_abi() {
 
         tl_store_free(store);
     }
+}
+
+/// The newest-row rewrite reads the rows C++ moves into the sink as Arrow C
+/// data: no data file is scanned, and the answer is the index's.
+#[test]
+fn last_values_cross_as_arrow_c_data() {
+    let fx = Fixture::new();
+    let sql = "SELECT x, name FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY name \
+               ORDER BY ts DESC) AS rn FROM t) WHERE rn = 1";
+    for _ in 0..2 {
+        // Twice: nothing of the first answer is kept on the Rust side.
+        let batches = fx.sql_with_codes(sql).unwrap();
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+        assert_eq!(column::<Int64Array>(&batches[0], 0).value(0), 99);
+        assert_eq!(column::<StringArray>(&batches[0], 1).value(0), "last");
+        assert_eq!(
+            fx.last_request("t")["last_values"],
+            json!({"partition_by": ["name"], "order_by": "ts"})
+        );
+    }
+    let batches = fx.sql(&format!("EXPLAIN {sql}")).unwrap();
+    let mut plan = String::new();
+    for batch in &batches {
+        let text = arrow::compute::cast(batch.column(1), &DataType::Utf8).unwrap();
+        let text = text.as_any().downcast_ref::<StringArray>().unwrap();
+        plan.extend(text.iter().flatten().map(|s| format!("{s}\n")));
+    }
+    assert!(!plan.contains("part-0.parquet"), "{plan}");
+    assert!(!plan.contains("BoundedWindowAggExec"), "{plan}");
+    // Another series key: no index, the window runs over the data file.
+    let batches = fx
+        .sql_with_codes(
+            "SELECT x FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY x ORDER BY ts DESC) \
+             AS rn FROM t) WHERE rn = 1",
+        )
+        .unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 10);
 }

@@ -7,11 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include <arrow/c/bridge.h>
-#include <arrow/io/memory.h>
-#include <arrow/ipc/api.h>
 #include <nlohmann/json.hpp>
 
 #include "timelake/format/bounds.h"
@@ -49,9 +48,19 @@ void Write(TlSink* sink, const std::string& text) {
   tl_sink_write(sink, text.data(), text.size());
 }
 
+// Fails a callback with `st`'s message and kind.
 int Fail(TlSink* sink, const arrow::Status& st) {
   Write(sink, st.message());
+  tl_sink_set_code(sink, storage::ToPlatformCode(st));
   return kErrorCode;
+}
+
+// The "last_values" member of a plan_scan request, if it has one.
+std::optional<json> LastValuesRequest(const char* request) {
+  if (request == nullptr) return std::nullopt;
+  json parsed = json::parse(request, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("last_values")) return std::nullopt;
+  return parsed["last_values"];
 }
 
 arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* ctx,
@@ -98,84 +107,32 @@ std::vector<ScanStats> ScanLog::Take() {
 
 namespace {
 
-// One batch as an Arrow IPC stream, hex-encoded (the plan_scan answer is
-// JSON text).
-arrow::Result<std::string> IpcHex(const arrow::RecordBatch& batch) {
-  TIMELAKE_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  TIMELAKE_ASSIGN_OR_RAISE(auto writer,
-                           arrow::ipc::MakeStreamWriter(sink, batch.schema()));
-  TIMELAKE_RETURN_NOT_OK(writer->WriteRecordBatch(batch));
-  TIMELAKE_RETURN_NOT_OK(writer->Close());
-  TIMELAKE_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.resize(static_cast<size_t>(buffer->size()) * 2);
-  for (int64_t i = 0; i < buffer->size(); ++i) {
-    out[2 * i] = kDigits[buffer->data()[i] >> 4];
-    out[2 * i + 1] = kDigits[buffer->data()[i] & 15];
-  }
-  return out;
-}
-
-// The answer to a "last_values" request: the current snapshot's last-value
-// index when it is the newest row per `partition_by` by `order_by` (the
-// table's series key and time column), otherwise no file.
-arrow::Result<std::string> PlanLastValues(const internal::TableState& table,
-                                          const json& want) {
-  const json none = {{"files", nullptr}};
+// The rows that answer a "last_values" request: the current snapshot's
+// last-value index when it is the newest row per `partition_by` by
+// `order_by` (the table's series key and time column), otherwise nullptr.
+// An index that cannot be read is no answer either: the ordinary scan
+// answers instead.
+std::shared_ptr<arrow::RecordBatch> LastValueRows(const internal::TableState& table,
+                                                  const json& want) {
   const auto& contract = table.contract;
   if (!contract.time_column || !want.is_object() || !want.contains("order_by") ||
       want["order_by"] != *contract.time_column || !want.contains("partition_by") ||
       !want["partition_by"].is_array()) {
-    return none.dump();
+    return nullptr;
   }
   std::vector<std::string> partition_by;
   for (const auto& c : want["partition_by"]) {
-    if (!c.is_string()) return none.dump();
+    if (!c.is_string()) return nullptr;
     partition_by.push_back(c.get<std::string>());
   }
   std::vector<std::string> series = contract.series_key;
   std::sort(partition_by.begin(), partition_by.end());
   std::sort(series.begin(), series.end());
-  if (series.empty() || partition_by != series) return none.dump();
-  const auto* snapshot = table.metadata.CurrentSnapshot();
-  if (snapshot == nullptr) return none.dump();
-  auto uri = internal::LviUri(*snapshot);
-  if (!uri) return none.dump();
-  // The index rows themselves: from the head when it holds them, else from
-  // the index file (read through the object cache), so that DataFusion
-  // reads nothing more. Encoded once per index and lake.
-  auto& lake = *table.lake;
-  // (By index and schema: the rows are sent in the current table schema.)
-  const std::string key = table.lake->store->KeyOf(*uri).ValueOr(*uri) + "|schema " +
-                          std::to_string(table.metadata.current_schema_id);
-  {
-    std::lock_guard<std::mutex> lock(lake.indexes_mu);
-    auto it = lake.index_ipc.find(key);
-    if (it != lake.index_ipc.end()) return *it->second;
-  }
-  std::shared_ptr<arrow::RecordBatch> rows;
-  if (table.head_last_values != nullptr) {
-    auto aligned = AlignBatch(*table.head_last_values, *table.schema);
-    if (aligned.ok()) rows = *aligned;
-  }
-  if (rows == nullptr) {
-    auto index = internal::ReadLvi(*table.lake, *uri, *table.schema);
-    if (!index.ok()) return none.dump();  // the ordinary scan answers instead
-    rows = *index;
-  }
-  auto ipc = IpcHex(*rows);
-  if (!ipc.ok()) return none.dump();
-  // The whole answer is kept: the rows are hex digits (nothing to escape),
-  // and serializing hundreds of KB through the JSON library on every query
-  // cost more than the rest of a warm query. `key` lets the engine reuse
-  // the rows it decoded before instead of decoding the hex again.
-  auto answer = std::make_shared<const std::string>(
-      R"({"files":[],"key":)" + json(key).dump() + R"(,"ipc":")" + *ipc + R"("})");
-  std::lock_guard<std::mutex> lock(lake.indexes_mu);
-  if (lake.index_ipc.size() >= internal::kDecodedIndexes) lake.index_ipc.clear();
-  lake.index_ipc[key] = answer;
-  return *answer;
+  if (series.empty() || partition_by != series) return nullptr;
+  // From the head when it holds them, else from the index file, decoded
+  // once per index and lake (LakeState::indexes), so that DataFusion reads
+  // nothing more.
+  return internal::ReadCurrentLvi(table).ValueOr(nullptr);
 }
 
 // Hands the footers the lake holds of `files` to the engine's footer cache,
@@ -200,9 +157,6 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
     request = json::parse(request_text);
   } catch (const json::exception&) {
     // A request we cannot read prunes nothing; the scan stays correct.
-  }
-  if (request.is_object() && request.contains("last_values")) {
-    return PlanLastValues(table, request["last_values"]);
   }
   TIMELAKE_ASSIGN_OR_RAISE(auto files, internal::ListLiveFiles(table));
   // The session's SET values, then the table's properties, then defaults.
@@ -387,6 +341,21 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
     if (!state.ok()) return Fail(out, state.status());
     if (ctx->pinned != nullptr && *state == ctx->pinned->table) {
       Write(out, PlanPinnedScan(*ctx->pinned));
+      return kFound;
+    }
+    if (auto want = LastValuesRequest(request)) {
+      // The index rows themselves, moved to the engine as Arrow C data (its
+      // buffers stay shared with the lake's cache; no copy).
+      auto rows = LastValueRows(**state, *want);
+      if (rows == nullptr) {
+        Write(out, R"({"files":null})");
+        return kFound;
+      }
+      struct ArrowSchema c_schema;
+      struct ArrowArray c_array;
+      auto st = arrow::ExportRecordBatch(*rows, &c_array, &c_schema);
+      if (!st.ok()) return Fail(out, st);
+      tl_sink_set_batch(out, &c_schema, &c_array);
       return kFound;
     }
     ScanStats stats;

@@ -26,6 +26,60 @@ struct SessionState {
 
 namespace {
 
+// The result stream of tl_session_sql as a RecordBatchReader whose errors
+// keep their kind (tl_stream_error_code): Arrow's ImportRecordBatchReader
+// would turn every one into an IOError.
+class PlatformStream : public arrow::RecordBatchReader {
+ public:
+  // Takes ownership of `*stream` (marked released).
+  static arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Import(
+      struct ArrowArrayStream* stream) {
+    std::shared_ptr<PlatformStream> reader(new PlatformStream(stream));
+    struct ArrowSchema c_schema;
+    TIMELAKE_RETURN_NOT_OK(
+        reader->Check(reader->stream_.get_schema(&reader->stream_, &c_schema)));
+    TIMELAKE_ASSIGN_OR_RAISE(reader->schema_, arrow::ImportSchema(&c_schema));
+    return reader;
+  }
+  ~PlatformStream() override { Release(); }
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
+    *batch = nullptr;
+    if (stream_.release == nullptr) return arrow::Status::OK();  // closed
+    struct ArrowArray c_array;
+    TIMELAKE_RETURN_NOT_OK(Check(stream_.get_next(&stream_, &c_array)));
+    if (c_array.release == nullptr) return arrow::Status::OK();  // the end
+    TIMELAKE_ASSIGN_OR_RAISE(*batch, arrow::ImportRecordBatch(&c_array, schema_));
+    return arrow::Status::OK();
+  }
+  arrow::Status Close() override {
+    Release();
+    return arrow::Status::OK();
+  }
+
+ private:
+  explicit PlatformStream(struct ArrowArrayStream* stream) : stream_(*stream) {
+    stream->release = nullptr;
+  }
+  void Release() {
+    if (stream_.release != nullptr) stream_.release(&stream_);
+    stream_.release = nullptr;
+  }
+  // The status of a stream callback's errno: the message get_last_error
+  // gives (as Arrow's import reports it) with the kind of its TlCode.
+  arrow::Status Check(int errno_like) {
+    if (errno_like == 0) return arrow::Status::OK();
+    const char* text = stream_.get_last_error(&stream_);
+    const int code = tl_stream_error_code(&stream_);
+    return storage::FromPlatformMessage(code == TL_OK ? TL_INTERNAL : code,
+                                        text != nullptr ? text : "query stream failed");
+  }
+
+  struct ArrowArrayStream stream_;
+  std::shared_ptr<arrow::Schema> schema_;
+};
+
 // A result stream that owns the session it comes from and aligns its
 // batches to the table schema (field ids, exact types).
 class MergedReader : public arrow::RecordBatchReader {
@@ -108,7 +162,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
   struct ArrowArrayStream stream;
   const int rc = tl_session_sql(state->session, sql.c_str(), &stream, &err);
   if (rc != TL_OK) return storage::FromPlatform(rc, err, context);
-  auto reader = arrow::ImportRecordBatchReader(&stream);
+  auto reader = PlatformStream::Import(&stream);
   if (!reader.ok()) return WithContext(reader.status(), context);
   return std::make_shared<MergedReader>(std::move(state), *reader, table->schema,
                                         context);
@@ -194,7 +248,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
   char* err = nullptr;
   const int code = tl_session_sql(state_->session, text.c_str(), &stream, &err);
   if (code != TL_OK) return storage::FromPlatform(code, err, "running SQL");
-  auto reader = arrow::ImportRecordBatchReader(&stream);
+  auto reader = internal::PlatformStream::Import(&stream);
   if (!reader.ok()) return WithContext(reader.status(), "running SQL");
   // Planning is over: the scans it logged are this query's. Errors while
   // reading (a damaged data file) then name the tables being read.
@@ -210,10 +264,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
 arrow::Result<std::shared_ptr<arrow::Table>> Session::Sql(std::string_view sql) {
   TIMELAKE_ASSIGN_OR_RAISE(auto reader, SqlStream(sql));
   auto table = reader->ToTable();
-  if (!table.ok()) {
-    // Execution errors surface while reading the stream.
-    return MakeError(ErrorKind::kInvalid, "running SQL: " + table.status().message());
-  }
+  // Execution errors surface while reading the stream, with their kind
+  // (a data file that is gone, a storage outage, a corrupt file).
+  if (!table.ok()) return WithContext(table.status(), "running SQL");
   return *table;
 }
 

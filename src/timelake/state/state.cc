@@ -231,19 +231,35 @@ arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& tab
   return out;
 }
 
+namespace {
+
+// A decoded index of the lake's cache, if it is in `table_schema`.
+std::shared_ptr<arrow::RecordBatch> CachedIndex(LakeState& lake, const std::string& key,
+                                                const arrow::Schema& table_schema) {
+  std::lock_guard<std::mutex> lock(lake.indexes_mu);
+  auto it = lake.indexes.find(key);
+  if (it != lake.indexes.end() && it->second->schema()->Equals(table_schema)) {
+    return it->second;
+  }
+  return nullptr;
+}
+
+void KeepIndex(LakeState& lake, const std::string& key,
+               std::shared_ptr<arrow::RecordBatch> rows) {
+  std::lock_guard<std::mutex> lock(lake.indexes_mu);
+  if (lake.indexes.size() >= kDecodedIndexes) lake.indexes.clear();
+  lake.indexes[key] = std::move(rows);
+}
+
+}  // namespace
+
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
     LakeState& lake, const std::string& uri, const arrow::Schema& table_schema) {
   const std::string context = "reading the last-value index " + uri;
   TIMELAKE_ASSIGN_OR_RAISE(auto key, lake.store->KeyOf(uri));
   // Indexes are immutable: a decoded one is reused while the table schema
   // is the same (warm `latest` then decodes nothing).
-  {
-    std::lock_guard<std::mutex> lock(lake.indexes_mu);
-    auto it = lake.indexes.find(key);
-    if (it != lake.indexes.end() && it->second->schema()->Equals(table_schema)) {
-      return it->second;
-    }
-  }
+  if (auto cached = CachedIndex(lake, key, table_schema)) return cached;
   auto bytes = GetImmutable(lake, key);
   if (!bytes.ok()) return WithContext(bytes.status(), context);
   auto corrupt = [&](const arrow::Status& st) {
@@ -258,10 +274,28 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
   if (!batch.ok()) return corrupt(batch.status());
   auto aligned = AlignBatch(**batch, table_schema);
   if (!aligned.ok()) return corrupt(aligned.status());
-  std::lock_guard<std::mutex> lock(lake.indexes_mu);
-  if (lake.indexes.size() >= kDecodedIndexes) lake.indexes.clear();
-  lake.indexes[key] = *aligned;
+  KeepIndex(lake, key, *aligned);
   return *aligned;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadCurrentLvi(
+    const TableState& table) {
+  const auto* snapshot = table.metadata.CurrentSnapshot();
+  if (snapshot == nullptr) return nullptr;
+  auto uri = LviUri(*snapshot);
+  if (!uri) return nullptr;
+  auto& lake = *table.lake;
+  if (table.head_last_values != nullptr) {
+    // The head's copy holds the same rows as the file it names.
+    const std::string key = lake.store->KeyOf(*uri).ValueOr(*uri);
+    if (auto cached = CachedIndex(lake, key, *table.schema)) return cached;
+    auto aligned = AlignBatch(*table.head_last_values, *table.schema);
+    if (aligned.ok()) {
+      KeepIndex(lake, key, *aligned);
+      return *aligned;
+    }
+  }
+  return ReadLvi(lake, *uri, *table.schema);
 }
 
 // The write layout of a table. The partitioning comes from the partition

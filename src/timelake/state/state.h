@@ -82,11 +82,11 @@ struct LakeState {
   // lake wrote and those a head it read carried (write/data_writer.h).
   ObjectCache footers{8192, 64u << 20};
   TableCache tables;
+  // Decoded last-value indexes in their table's schema, by index key
+  // (ReadLvi below): `latest` reads them, and the SQL last-value rewrite hands
+  // them to the engine as Arrow C data (read/catalog.cc), which keeps no copy.
   std::mutex indexes_mu;
   std::unordered_map<std::string, std::shared_ptr<arrow::RecordBatch>> indexes;
-  // The answers the SQL last-value rewrite receives, with the index as hex
-  // Arrow IPC (read/catalog.cc).
-  std::unordered_map<std::string, std::shared_ptr<const std::string>> index_ipc;
 };
 
 // Test access to a lake's state (e.g. to give it a FakeClock).
@@ -154,6 +154,14 @@ arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& tab
 // kStorage.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
     LakeState& lake, const std::string& uri, const arrow::Schema& table_schema);
+
+// The rows of the current snapshot's last-value index in the table schema:
+// the head's copy when the version was loaded through a head, else the index
+// file (ReadLvi). Kept decoded in the lake's `indexes`, the one cache of
+// them, so a warm query aligns and decodes nothing. nullptr when the
+// snapshot has no index (or the table no snapshot). Errors: as ReadLvi.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadCurrentLvi(
+    const TableState& table);
 
 // The write layout of a table. The partitioning comes from the partition
 // spec, the source of truth other engines read: Timelake's hour/day/month of

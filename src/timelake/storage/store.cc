@@ -61,27 +61,57 @@ arrow::Status FromPlatform(int code, char* message, std::string_view context) {
   std::string msg = TakeString(message);
   std::string full = std::string(context);
   if (!msg.empty()) full += ": " + msg;
+  return FromPlatformMessage(code, std::move(full));
+}
+
+arrow::Status FromPlatformMessage(int code, std::string message) {
   switch (code) {
     case TL_OK:
       return arrow::Status::OK();
     case TL_NOT_FOUND:
-      return MakeError(ErrorKind::kNotFound, full);
+      return MakeError(ErrorKind::kNotFound, std::move(message));
     case TL_ALREADY_EXISTS:
     case TL_PRECONDITION:
-      return MakeError(ErrorKind::kAlreadyExists, full);
+      return MakeError(ErrorKind::kAlreadyExists, std::move(message));
     case TL_INVALID:
-      return MakeError(ErrorKind::kInvalid, full);
+      return MakeError(ErrorKind::kInvalid, std::move(message));
     case TL_STORAGE:
-      return MakeError(ErrorKind::kStorage, full);
+      return MakeError(ErrorKind::kStorage, std::move(message));
     case TL_STORAGE_RETRYABLE:
-      return MakeError(ErrorKind::kStorage, full, /*retryable=*/true);
+      return MakeError(ErrorKind::kStorage, std::move(message), /*retryable=*/true);
     case TL_UNSUPPORTED:
-      return MakeError(ErrorKind::kUnsupported, full);
+      return MakeError(ErrorKind::kUnsupported, std::move(message));
     case TL_EXECUTION:
-      return MakeError(ErrorKind::kInvalid, full);
+      return MakeError(ErrorKind::kInvalid, std::move(message));
+    case TL_CORRUPT:
+      return MakeError(ErrorKind::kCorrupt, std::move(message));
     default:
-      return MakeError(ErrorKind::kInternal, full);
+      return MakeError(ErrorKind::kInternal, std::move(message));
   }
+}
+
+int ToPlatformCode(const arrow::Status& status) {
+  if (status.ok()) return TL_OK;
+  switch (KindOf(status)) {
+    case ErrorKind::kNotFound:
+      return TL_NOT_FOUND;
+    case ErrorKind::kAlreadyExists:
+      return TL_ALREADY_EXISTS;
+    case ErrorKind::kInvalid:
+    case ErrorKind::kConfig:
+      return TL_INVALID;
+    case ErrorKind::kConflict:
+      return TL_EXECUTION;
+    case ErrorKind::kCorrupt:
+      return TL_CORRUPT;
+    case ErrorKind::kStorage:
+      return IsRetryable(status) ? TL_STORAGE_RETRYABLE : TL_STORAGE;
+    case ErrorKind::kUnsupported:
+      return TL_UNSUPPORTED;
+    case ErrorKind::kInternal:
+      return TL_INTERNAL;
+  }
+  return TL_INTERNAL;
 }
 
 arrow::Result<std::shared_ptr<Store>> Store::Open(

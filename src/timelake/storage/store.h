@@ -109,8 +109,17 @@ class Store {
   std::string root_url_;
 };
 
-// Converts a platform status code and message into a Timelake status.
+// Converts a platform status code and message (owned by Rust, freed here)
+// into a Timelake status "<context>: <message>". TL_EXECUTION becomes
+// kInvalid, TL_CORRUPT kCorrupt, TL_STORAGE_RETRYABLE a retryable kStorage.
 arrow::Status FromPlatform(int code, char* message, std::string_view context);
+// The same for a message the caller keeps: a status with `message` as is.
+arrow::Status FromPlatformMessage(int code, std::string message);
+
+// The TlCode of a Timelake status, for a callback's sink (tl_sink_set_code):
+// the inverse of FromPlatform where one exists (kConflict and kConfig, which
+// the platform has no code for, become TL_EXECUTION and TL_INVALID).
+int ToPlatformCode(const arrow::Status& status);
 
 }  // namespace timelake::storage
 
