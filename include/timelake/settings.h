@@ -12,6 +12,9 @@
 // A setting has one kebab-case name ("target-file-size"). Its table property
 // is "timelake.target-file-size", its SQL name "timelake.target_file_size";
 // lookup accepts those and the bare name with either separator, in any case.
+//
+// Nothing here allocates state or locks: every function is safe from any
+// thread.
 
 #ifndef TIMELAKE_SETTINGS_H_
 #define TIMELAKE_SETTINGS_H_
@@ -37,6 +40,7 @@ enum class Type {
   kList,      // comma-separated column names
 };
 
+// "bool", "integer", "bytes", "duration", "enum", "string", "list".
 std::string_view TypeName(Type type);
 
 // Where a setting may be set. A setting lists one or more levels.
@@ -79,11 +83,12 @@ const Setting* Find(std::string_view any_spelling);
 // Whether `key` is in the `timelake.` namespace (any case, either separator).
 bool IsTimelakeKey(std::string_view key);
 
-// Checks `value` against the setting's type. Errors: kInvalid naming the
-// setting and the expected form.
+// Checks `value` against the setting's type (kString and kList take any
+// text). Errors: kInvalid naming the setting and the expected form.
 arrow::Status Validate(const Setting& setting, std::string_view value);
 
-// Typed readers of a validated value. Errors: kInvalid as Validate.
+// Typed readers of a value. Errors: kInvalid as Validate (AsInt: also for
+// a number beyond int64 or of more than 18 digits).
 arrow::Result<bool> AsBool(const Setting& setting, std::string_view value);
 arrow::Result<int64_t> AsInt(const Setting& setting,
                              std::string_view value);  // also kBytes
@@ -99,8 +104,12 @@ class Resolver {
 
   // The effective value as text, or nullopt when unset with no default.
   std::optional<std::string> Get(const Setting& setting) const;
-  // Like Get for a name that must be in the registry.
+  // Like Get for a name that must be in the registry (nullopt when it is
+  // not).
   std::optional<std::string> Get(std::string_view name) const;
+  // The effective value as a bool (false when unset with no default) or an
+  // integer (kInt or kBytes; 0 when unset with no default). Errors: kInvalid
+  // for a name not in the registry or a value that does not parse.
   arrow::Result<bool> GetBool(std::string_view name) const;
   arrow::Result<int64_t> GetInt(std::string_view name) const;
 

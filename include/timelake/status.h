@@ -31,7 +31,8 @@ enum class ErrorKind {
   kInternal,       // a bug in Timelake
 };
 
-// Lower-case name of a kind ("not found", "conflict", ...).
+// Lower-case name of a kind ("not found", "conflict", ...). The functions
+// below never fail themselves and are safe from any thread.
 std::string_view ErrorKindName(ErrorKind kind);
 
 // The detail attached to every Timelake error status.
@@ -48,12 +49,16 @@ class ErrorDetail : public arrow::StatusDetail {
   bool retryable_;
 };
 
-// Makes an error status of `kind` with `message`.
+// Makes an error status of `kind` with `message`; `retryable` is what
+// IsRetryable reports (Timelake sets it on kStorage errors only). Its
+// arrow::StatusCode follows the kind: kNotFound -> KeyError, kAlreadyExists
+// -> AlreadyExists, kInvalid and kConfig -> Invalid, kStorage -> IOError,
+// kUnsupported -> NotImplemented, the others -> UnknownError.
 arrow::Status MakeError(ErrorKind kind, std::string message, bool retryable = false);
 
 // The kind of a non-OK status. Statuses without a Timelake detail (from Arrow
-// itself) map by their code: IOError -> kStorage, Invalid/TypeError -> kInvalid,
-// KeyError -> kNotFound, AlreadyExists -> kAlreadyExists,
+// itself) map by their code: IOError -> kStorage, Invalid/TypeError/IndexError
+// -> kInvalid, KeyError -> kNotFound, AlreadyExists -> kAlreadyExists,
 // NotImplemented -> kUnsupported, others -> kInternal.
 ErrorKind KindOf(const arrow::Status& status);
 
@@ -80,7 +85,8 @@ inline arrow::Status Unsupported(std::string m) {
   return MakeError(ErrorKind::kUnsupported, std::move(m));
 }
 
-// Prefixes the message of a non-OK status with "<context>: ", keeping its kind.
+// Prefixes the message of a non-OK status with "<context>: ", keeping its
+// kind and retryable flag; an OK status is returned as it is.
 arrow::Status WithContext(const arrow::Status& status, std::string_view context);
 
 }  // namespace timelake

@@ -60,7 +60,9 @@ inline constexpr std::string_view kFormatVersion = "0.3.0";
 // Both parts match [A-Za-z0-9_-]+, so they are safe as path segments.
 class TableName {
  public:
-  // Parses "ns.table" or "table". Errors: kInvalid naming the offending text.
+  // Parses "ns.table" or "table". Errors: kInvalid naming the offending text
+  // (an empty part or one over 255 characters, a character outside
+  // [A-Za-z0-9_-], more than one dot).
   static arrow::Result<TableName> Parse(std::string_view text);
 
   const std::string& ns() const { return ns_; }
@@ -78,12 +80,16 @@ class TableName {
   std::string name_;
 };
 
-// Checks one part of a table name or a namespace. Errors: kInvalid.
+// Checks one part of a table name or a namespace; `what` names it in the
+// message ("namespace"). Errors: kInvalid (empty, over 255 characters, or a
+// character outside [A-Za-z0-9_-]).
 arrow::Status ValidateNamePart(std::string_view part, std::string_view what);
 
 // How much time one partition covers.
 enum class Chunk { kHour, kDay, kMonth };
+// "hour", "day", "month".
 std::string_view ChunkName(Chunk chunk);
+// The inverse of ChunkName (lower case only). Errors: kInvalid naming the text.
 arrow::Result<Chunk> ParseChunk(std::string_view text);
 
 // Options for Lake::CreateTable. Only time_column is needed for a time-series
@@ -94,13 +100,17 @@ struct TableOptions {
   std::optional<std::string> time_column;
   // Columns that identify one series, e.g. {"device_id"}. Default: empty.
   std::vector<std::string> series_key;
-  // Time partition size. Default: kDay.
+  // Time partition size; ignored without a time column. Default: kDay.
   Chunk chunk = Chunk::kDay;
-  // One row per (series, time), latest write wins. Default: on when a series
-  // key is set.
+  // One row per (series, time), latest write wins; ignored without a time
+  // column. Default: unset, which means a `timelake.dedup` entry of
+  // `properties` if there is one, otherwise on exactly when a series key is
+  // set.
   std::optional<bool> dedup;
-  // Further table properties: `timelake.*` settings (validated) and plain
-  // Iceberg properties (passed through). Default: none.
+  // Further table properties: `timelake.*` settings of the table level
+  // (validated; unknown, managed and create-only keys such as
+  // timelake.time-column are kInvalid) and plain Iceberg properties (passed
+  // through). Default: none.
   std::map<std::string, std::string> properties;
 };
 
@@ -109,12 +119,15 @@ struct AppendOptions {
   // Makes the append idempotent: an id already recorded in the table's
   // snapshots commits nothing and reports 0 rows. Default: none.
   std::optional<std::string> batch_id;
-  // Attempts of the optimistic commit before giving up with kConflict.
+  // Attempts of the optimistic commit before giving up with kConflict (also
+  // those of inline maintenance's commits); values below 1 count as 1.
   // Default: 20.
   int max_commit_attempts = 20;
-  // Runs inline maintenance after the commit (size-tiered compaction of the
-  // partitions touched, one cold partition, retention, batched snapshot
-  // expiry). Default: the table's timelake.auto-maintain (on).
+  // Runs inline maintenance after the commit (retention, size-tiered
+  // compaction of the partitions touched, one cold partition, snapshot
+  // expiry once at least 10 snapshots are due). Default: unset, which means
+  // the table's timelake.auto-maintain (true unless set) for a time-series
+  // table, and off for a plain table.
   std::optional<bool> auto_maintain;
 };
 
@@ -122,21 +135,26 @@ struct AppendOptions {
 // from the table's `timelake.*` settings (retention, target-file-size,
 // snapshot-retention, min-snapshots, max-snapshots, keep-snapshots-until).
 struct MaintainOptions {
-  // Drop the partitions that end before now - timelake.retention.
+  // Drop the partitions that end before now - timelake.retention (nothing
+  // when the table sets no retention). Default: true.
   bool retention = true;
   // Rewrite every partition that has more files than its size needs, small
   // or unsorted files, or (dedup tables) files that may share keys, into
   // sorted, duplicate-free files of about timelake.target-file-size.
+  // Default: true.
   bool compact = true;
-  // Expire snapshots by the table's rules and delete the files only they used.
+  // Expire snapshots by the table's rules and delete the files only they
+  // used. Default: true.
   bool expire = true;
   // Delete files under the table's folders that no snapshot references and
-  // that are older than orphan_age (debris of crashed writers).
+  // that are older than orphan_age (debris of crashed writers), and
+  // metadata versions older than the newest few. Default: true.
   bool clean_orphans = true;
   // Orphans younger than this are left alone: they may belong to a commit
-  // in flight. Default: 1 day. Zero is safe only with no other writer.
+  // in flight. Zero is safe only with no other writer. Default: 24 hours.
   std::chrono::milliseconds orphan_age = std::chrono::hours(24);
-  // Attempts of each optimistic commit before giving up with kConflict.
+  // Attempts of each optimistic commit before giving up with kConflict;
+  // values below 1 count as 1. Default: 20.
   int max_commit_attempts = 20;
   // Called with one line per step and partition done, e.g.
   // "compacted time_day=2026-04-01: 12 files -> 1". Default: none.
@@ -226,26 +244,36 @@ class Lake {
   // Opens a warehouse at `url`: a local path, "file:///abs/dir", "memory://",
   // "s3://bucket/prefix" (options such as "aws_endpoint", "aws_region",
   // "aws_allow_http"; credentials also from the environment), "gs://…",
-  // "az://…". Errors: kConfig (bad URL or options), kStorage.
+  // "az://…". Errors: kConfig (bad URL, scheme or options), kStorage
+  // (retryable) for a transient failure.
   static arrow::Result<Lake> Open(std::string_view url,
                                   const std::map<std::string, std::string>& options = {});
 
   // The warehouse root URL, e.g. "file:///data/warehouse".
   const std::string& url() const;
 
-  // Namespaces holding at least one table, sorted.
+  // Namespaces holding at least one table, sorted. Errors: kStorage.
   arrow::Result<std::vector<std::string>> ListNamespaces() const;
-  // Tables of `ns` (all namespaces when empty), sorted.
+  // Tables of `ns` (all namespaces when empty), sorted; a namespace without
+  // tables gives an empty list. Errors: kInvalid (not a valid namespace),
+  // kStorage.
   arrow::Result<std::vector<TableName>> ListTables(std::string_view ns = {}) const;
 
   // Creates a table from an Arrow schema (SPEC §4.4 normalisation applies).
-  // Errors: kInvalid (name, schema, options), kAlreadyExists, kStorage.
+  // Errors: kInvalid (name, schema, options; nothing is written),
+  // kAlreadyExists (also when another writer creates it at the same time),
+  // kStorage.
   arrow::Result<Table> CreateTable(std::string_view name, const arrow::Schema& schema,
                                    const TableOptions& options = {}) const;
-  // Opens a table at its newest committed version. Errors: kNotFound, kCorrupt,
-  // kUnsupported (a newer major format), kStorage.
+  // Opens a table at its newest committed version. Errors: kInvalid (the
+  // name, or a malformed `timelake.*` property stored in the table),
+  // kNotFound, kCorrupt (metadata that does not parse), kUnsupported (a newer
+  // major Timelake format, an Iceberg format version other than 1 or 2,
+  // inline v1 manifests), kStorage.
   arrow::Result<Table> LoadTable(std::string_view name) const;
-  // Deletes a table and all its files. Errors: kNotFound, kStorage.
+  // Deletes a table and all its files, metadata first (a failure part-way
+  // leaves no table, only unreferenced files). Errors: kInvalid (the name),
+  // kNotFound, kStorage.
   arrow::Status DropTable(std::string_view name) const;
 
  private:
@@ -274,7 +302,8 @@ class Table {
   std::vector<std::string> series_key() const;
   TableInfo Info() const;
 
-  // The newest committed version. Errors: kNotFound (dropped), kStorage.
+  // The newest committed version. Errors: kNotFound (dropped), and those of
+  // Lake::LoadTable (kInvalid, kCorrupt, kUnsupported, kStorage).
   arrow::Result<Table> Refresh() const;
 
   // Sets (a value) or removes (nullopt) table properties in one metadata-only
@@ -282,7 +311,9 @@ class Table {
   // over. `timelake.*` keys are validated (any of their four spellings);
   // those fixed at create (time-column, series-key, chunk,
   // ingest-time-column) and managed ones (format-version) cannot change.
-  // Errors: kInvalid (nothing is written), kConflict, kStorage.
+  // Errors: kInvalid (unknown, fixed or managed keys, bad values; nothing is
+  // written), kConflict (other writers won 20 times), kNotFound (dropped
+  // meanwhile), kCorrupt, kStorage (the commit may or may not have landed).
   arrow::Result<Table> SetProperties(
       const std::map<std::string, std::optional<std::string>>& changes) const;
 
@@ -290,8 +321,15 @@ class Table {
   // `_ingest_ts` stamped where null, split by partition, sorted by
   // (series…, time, insertion), deduplicated within the batch when dedup is on,
   // one Parquet file per partition, then an optimistic commit that rebases over
-  // concurrent appends. Errors: kInvalid (extra columns, wrong types, null
-  // times; nothing is written), kConflict, kStorage.
+  // concurrent appends. A failure of inline maintenance does not fail the
+  // append (AppendResult::maintenance_error). Errors: kInvalid (extra
+  // columns, wrong types, null times, an empty batch_id; nothing is
+  // written), kConflict (other writers won max_commit_attempts times, or the
+  // schema or partitioning changed meanwhile; nothing is left behind),
+  // kUnsupported (a partition spec other than the hour, day or month of the
+  // time column), kNotFound (dropped meanwhile), kCorrupt (unreadable
+  // manifest list), kStorage (on a failed commit the commit may or may not
+  // have landed, and the files it references stay).
   arrow::Result<std::pair<Table, AppendResult>> Append(
       const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
       const AppendOptions& options = {}) const;
@@ -301,8 +339,12 @@ class Table {
   // rewrite streams a k-way merge of a partition's files (bounded memory)
   // and commits on its own: over concurrent appends when all its input
   // files are still live, otherwise it reports kConflict and leaves nothing
-  // behind. Returns the table after the last commit. Errors: kConflict,
-  // kStorage, kCorrupt.
+  // behind. Returns the table after the last commit. Errors: kConflict (a
+  // rewrite's inputs changed, or other writers won max_commit_attempts
+  // times; the steps before it stay committed), kNotFound (dropped),
+  // kInvalid (a malformed `timelake.*` setting of the table), kUnsupported
+  // (manifests with delete files or an older partition spec, a partitioning
+  // Timelake does not write), kCorrupt, kStorage.
   arrow::Result<std::pair<Table, MaintainReport>> Maintain(
       const MaintainOptions& options = {}) const;
 
@@ -323,8 +365,9 @@ struct SessionSettings {
   // `SET timelake.x = …` in SQL changes them too. Default: none.
   std::map<std::string, std::string> values;
 
-  // Sets one value after checking it against the registry. Errors: kInvalid
-  // for unknown names, settings not of the session level, bad values.
+  // Sets one value (any spelling of the name; stored under its SQL name)
+  // after checking it against the registry. Errors: kInvalid for unknown
+  // names, settings not of the session level, bad values.
   arrow::Status Set(std::string_view name, std::string_view value);
 };
 
@@ -360,7 +403,12 @@ class Session {
   // when the outage may pass), kCorrupt (metadata or a data file that does
   // not parse), kUnsupported; SqlStream's reader reports the same kinds.
   arrow::Result<std::shared_ptr<arrow::Table>> Sql(std::string_view sql);
-  // Runs one SQL statement and streams its result.
+  // Runs one SQL statement and streams its result. Errors: kInvalid (parse
+  // or plan error with DataFusion's message, an unknown table among them; a
+  // bad session setting), kUnsupported (SQL DataFusion does not implement),
+  // the errors of loading a table it reads (kNotFound, kCorrupt,
+  // kUnsupported, kStorage), kInternal. Errors while reading the stream
+  // name the tables read; their kinds follow the cause.
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> SqlStream(
       std::string_view sql);
   // Splits a script into statements on ';' outside '…' strings, "…"
@@ -373,11 +421,14 @@ class Session {
   // EXPLAIN ANALYZE of a query: first one "timelake scan: ns.table: N live
   // files, N pruned, N read, N merged for dedup" line per table scan (the
   // engine's file pruning), then DataFusion's executed plan with its metrics
-  // (row groups and pages pruned and read).
+  // (row groups and pages pruned and read). Errors: as SqlStream, with
+  // errors while executing the query as kInvalid.
   arrow::Result<std::string> ExplainAnalyze(std::string_view sql);
   // The newest row of every series of a table, by the tie rule (later
-  // insertion, then later commit). Errors: kNotFound, kInvalid (not a
-  // time-series table).
+  // insertion, then later commit). Errors: kInvalid (the name, or not a
+  // time-series table), the errors of Lake::LoadTable (kNotFound, kCorrupt,
+  // kUnsupported, kStorage), and those of Sql when no last-value index
+  // answers and the table is scanned.
   arrow::Result<std::shared_ptr<arrow::Table>> Latest(std::string_view table);
 
  private:
@@ -404,16 +455,18 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> LatestPerSeries(
 
 // The partition value of a data file Timelake wrote, from its path
 // (".../data/time_day=2024-01-02/<uuid>.parquet" gives "2024-01-02"), or
-// nullopt for a file of an unpartitioned table.
+// nullopt for a file of an unpartitioned table. Never fails.
 std::optional<std::string> FilePartition(std::string_view path);
 
-// Waits for the background writes this process started (version hints).
+// Waits for the background writes this process started (version hints and
+// head objects); their failures are not reported (readers do without them).
 void Flush();
 
 // Parses "90d", "12h", "30m", "45s", "2w", "1y", "500ms" or spelled out
 // ("1 day", "3 hours"). Errors: kInvalid naming the text.
 arrow::Result<std::chrono::milliseconds> ParseDuration(std::string_view text);
-// The inverse: the largest exact unit ("90d", "36h", "45s", "500ms").
+// The inverse: the largest exact unit ("90d", "36h", "45s", "500ms"). Never
+// fails.
 std::string FormatDuration(std::chrono::milliseconds duration);
 
 }  // namespace timelake
