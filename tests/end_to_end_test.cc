@@ -546,8 +546,8 @@ TEST_P(EndToEnd, QueriesSeeOwnCommitsAtOnceAndOthersAfterTheCheckInterval) {
   EXPECT_EQ(count(), 4);  // interval 0: every query checks for a newer version
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, EndToEnd, ::timelake::testing::kBackends,
-                         ::timelake::testing::BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, EndToEnd, ::timelake::testing::kSharedBackends,
+                         ::timelake::testing::BackendParamName);
 
 }  // namespace
 }  // namespace timelake

@@ -505,8 +505,8 @@ TEST_P(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
   EXPECT_EQ(Count("SELECT count(*) FROM m"), 4 * 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Maintenance, ::timelake::testing::kBackends,
-                         ::timelake::testing::BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, Maintenance, ::timelake::testing::kSharedBackends,
+                         ::timelake::testing::BackendParamName);
 
 }  // namespace
 }  // namespace timelake::internal

@@ -1,13 +1,12 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// The arrow::io adapters (io.h) against the memory store and a local
-// directory: ranged reads, streams of many parts, aborts that leave nothing,
-// and Parquet written and read through them.
+// The arrow::io adapters (io.h) against every backend (the memory store, a
+// local directory, the S3 test server): ranged reads, streams of many parts,
+// aborts that leave nothing, and Parquet written and read through them.
 
 #include "timelake/storage/io.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <random>
 #include <set>
 #include <string>
@@ -19,18 +18,19 @@
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/writer.h>
 
+#include "timelake/testing/backend.h"
 #include "timelake/testing/matchers.h"
+#include "timelake/testing/test_warehouse.h"
 #include "timelake/write/data_writer.h"
 
 namespace timelake::storage {
 namespace {
 
-namespace fs = std::filesystem;
+using ::timelake::testing::Backend;
 using ::timelake::testing::ExpectError;
+using ::timelake::testing::TestWarehouse;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
-
-enum class Backend { kMemory, kLocal };
 
 // `n` bytes that differ at every offset of a part, so a misplaced part shows.
 std::string Pattern(int64_t n, uint32_t seed = 1) {
@@ -48,43 +48,26 @@ std::string AsString(const std::shared_ptr<arrow::Buffer>& buffer) {
 class StoreIo : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    if (GetParam() == Backend::kMemory) {
-      TL_ASSERT_OK_AND_ASSIGN(store_, Store::Open("memory://", {}));
-    } else {
-      std::random_device rd;
-      dir_ = fs::temp_directory_path() / ("timelake-io-" + std::to_string(rd()));
-      TL_ASSERT_OK_AND_ASSIGN(store_, Store::Open(dir_.string(), {}));
-    }
+    TL_ASSERT_OK_AND_ASSIGN(warehouse_, TestWarehouse::Make(GetParam(), "io"));
+    store_ = warehouse_.shared_store();
   }
   void TearDown() override {
+    warehouse_.Remove();
     store_.reset();
-    if (!dir_.empty()) fs::remove_all(dir_);
   }
 
   // The keys of every object of the store and, for a local store, of every
   // file on disk (multipart staging files included), so that "nothing left"
-  // means nothing.
-  std::set<std::string> Everything() const {
-    std::set<std::string> out;
-    auto listing = store_->List("", false);
-    EXPECT_TRUE(listing.ok()) << listing.status().ToString();
-    if (listing.ok()) {
-      for (const auto& o : listing->objects) out.insert(o.key);
-    }
-    if (!dir_.empty()) {
-      for (const auto& e : fs::recursive_directory_iterator(dir_)) {
-        if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir_).string());
-      }
-    }
-    return out;
-  }
+  // means nothing. (On S3 an upload in progress is not an object: the
+  // listing shows what a reader could see.)
+  std::set<std::string> Everything() const { return warehouse_.Keys(); }
 
   void ExpectAbsent(const std::string& key) const {
     ExpectError(store_->Get(key).status(), ErrorKind::kNotFound, key);
   }
 
+  TestWarehouse warehouse_;
   std::shared_ptr<Store> store_;
-  fs::path dir_;
 };
 
 TEST_P(StoreIo, InputFileReadsRanges) {
@@ -367,11 +350,8 @@ TEST_P(StoreIo, DataWriterStreamsLargeFiles) {
   EXPECT_TRUE(back->column(1)->Equals(*table->column(1)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreIo,
-                         ::testing::Values(Backend::kMemory, Backend::kLocal),
-                         [](const ::testing::TestParamInfo<Backend>& param) {
-                           return param.param == Backend::kMemory ? "Memory" : "Local";
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, StoreIo, ::timelake::testing::kAllBackends,
+                         ::timelake::testing::BackendParamName);
 
 }  // namespace
 }  // namespace timelake::storage

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "timelake/storage/s3_test_server.h"
+#include "timelake/testing/backend.h"
 #include "timelake/testing/matchers.h"
 
 namespace timelake::storage {
@@ -24,9 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::timelake::storage::testing::S3TestServer;
+using ::timelake::testing::Backend;
 using ::timelake::testing::ExpectError;
-
-enum class Backend { kMemory, kLocal, kS3 };
 
 std::string RandomSuffix() {
   std::random_device rd;
@@ -276,20 +276,8 @@ TEST_P(StoreConformance, MissingObjectsAreNotFound) {
   EXPECT_FALSE(IsRetryable(store_->Get("missing/x.json").status()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance,
-                         ::testing::Values(Backend::kMemory, Backend::kLocal,
-                                           Backend::kS3),
-                         [](const ::testing::TestParamInfo<Backend>& param_info) {
-                           switch (param_info.param) {
-                             case Backend::kMemory:
-                               return "Memory";
-                             case Backend::kLocal:
-                               return "Local";
-                             case Backend::kS3:
-                               return "S3";
-                           }
-                           return "Unknown";
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::timelake::testing::kAllBackends,
+                         ::timelake::testing::BackendParamName);
 
 // A wrong secret is refused (403 is not transient, so not retried) and never
 // quoted back.

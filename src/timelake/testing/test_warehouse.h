@@ -1,7 +1,8 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// A fresh warehouse for one test, on local disk or on the private S3 server
-// of s3_test_server.h (tests only), for suites that run on both:
+// A fresh warehouse for one test on one backend (backend.h): in memory, on
+// local disk or on the private S3 server of s3_test_server.h (tests only),
+// for suites that run on several:
 //
 //   class Suite : public ::testing::TestWithParam<testing::Backend> {
 //     void SetUp() override {
@@ -10,7 +11,12 @@
 //     }
 //     void TearDown() override { Flush(); warehouse_.Remove(); }
 //   };
-//   INSTANTIATE_TEST_SUITE_P(Backends, Suite, testing::kBackends, testing::BackendName);
+//   INSTANTIATE_TEST_SUITE_P(Backends, Suite, testing::kSharedBackends,
+//                            testing::BackendParamName);
+//
+// A memory warehouse exists only in store(): Lake::Open(url()) would open
+// another, empty one. Suites that open lakes on the warehouse use
+// kSharedBackends.
 
 #ifndef TIMELAKE_TESTING_TEST_WAREHOUSE_H_
 #define TIMELAKE_TESTING_TEST_WAREHOUSE_H_
@@ -27,34 +33,35 @@
 
 #include "timelake/storage/s3_test_server.h"
 #include "timelake/storage/store.h"
+#include "timelake/testing/backend.h"
 
 namespace timelake::testing {
 
-enum class Backend { kLocal, kS3 };
-
-inline const auto kBackends = ::testing::Values(Backend::kLocal, Backend::kS3);
-
-inline std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
-  return info.param == Backend::kLocal ? "Local" : "S3";
-}
-
 class TestWarehouse {
  public:
-  // A temporary directory "timelake-TAG-<random>", or the prefix of that
-  // name in the S3 server's bucket (shared with other tests).
+  // A new memory store, a temporary directory "timelake-TAG-<random>", or
+  // the prefix of that name in the S3 server's bucket (shared with other
+  // tests).
   static arrow::Result<TestWarehouse> Make(Backend backend, const std::string& tag) {
     std::random_device rd;
     const std::string name =
         "timelake-" + tag + "-" + std::to_string(rd()) + std::to_string(rd());
     TestWarehouse w;
-    if (backend == Backend::kLocal) {
-      w.dir_ = std::filesystem::temp_directory_path() / name;
-      std::filesystem::create_directories(w.dir_);
-      w.url_ = w.dir_.string();
-    } else {
-      ARROW_ASSIGN_OR_RAISE(auto server, storage::testing::S3TestServer::Get());
-      w.url_ = "s3://" + server.bucket + "/" + name;
-      w.options_ = server.StoreOptions();
+    switch (backend) {
+      case Backend::kMemory:
+        w.url_ = "memory://";
+        break;
+      case Backend::kLocal:
+        w.dir_ = std::filesystem::temp_directory_path() / name;
+        std::filesystem::create_directories(w.dir_);
+        w.url_ = w.dir_.string();
+        break;
+      case Backend::kS3: {
+        ARROW_ASSIGN_OR_RAISE(auto server, storage::testing::S3TestServer::Get());
+        w.url_ = "s3://" + server.bucket + "/" + name;
+        w.options_ = server.StoreOptions();
+        break;
+      }
     }
     ARROW_ASSIGN_OR_RAISE(w.store_, storage::Store::Open(w.url_, w.options_));
     return w;
@@ -63,10 +70,12 @@ class TestWarehouse {
   const std::string& url() const { return url_; }
   const std::map<std::string, std::string>& options() const { return options_; }
   const storage::Store& store() const { return *store_; }
+  // The same store, for APIs that share its ownership (storage/io.h).
+  const std::shared_ptr<storage::Store>& shared_store() const { return store_; }
 
   // The keys of every object under the folder `prefix` ("" for all). On
   // local disk, every file, including the local store's hidden staging files
-  // ("name#N") that a listing skips; on S3, the listing.
+  // ("name#N") that a listing skips; in memory and on S3, the listing.
   std::set<std::string> Keys(const std::string& prefix = "") const {
     std::set<std::string> out;
     if (!dir_.empty()) {
