@@ -15,12 +15,16 @@ if(NOT TIMELAKE_CARGO_TARGET_DIR)
 endif()
 
 # The crate is always built with the release profile: DataFusion in debug is
-# too slow to test with, and one profile means one cold build.
-set(_rust_lib "${TIMELAKE_CARGO_TARGET_DIR}/release/libtimelake_platform.a")
+# too slow to test with, and one profile means one cold build. The library is
+# linked from a copy in this build directory, made under a lock on the target
+# directory (cmake/CargoBuild.cmake): another clone building at the same time
+# with the same target directory cannot swap its library in.
+set(_rust_lib "${CMAKE_BINARY_DIR}/rust/libtimelake_platform.a")
 add_custom_target(timelake_platform_cargo
-  COMMAND ${CMAKE_COMMAND} -E env CARGO_TARGET_DIR=${TIMELAKE_CARGO_TARGET_DIR}
-          ${CARGO_EXECUTABLE} build --release --locked --quiet
-  WORKING_DIRECTORY "${CMAKE_SOURCE_DIR}/rust"
+  COMMAND ${CMAKE_COMMAND} -DCARGO=${CARGO_EXECUTABLE}
+          -DCARGO_TARGET_DIR=${TIMELAKE_CARGO_TARGET_DIR}
+          -DCRATE_DIR=${CMAKE_SOURCE_DIR}/rust -DOUTPUT=${_rust_lib}
+          -P ${CMAKE_SOURCE_DIR}/cmake/CargoBuild.cmake
   BYPRODUCTS "${_rust_lib}"
   USES_TERMINAL
   COMMENT "Building the Rust platform crate (cargo)")
