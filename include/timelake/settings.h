@@ -13,6 +13,11 @@
 // is "timelake.target-file-size", its SQL name "timelake.target_file_size";
 // lookup accepts those and the bare name with either separator, in any case.
 //
+// A few settings are declared ahead of their feature (the SPEC lists them and
+// Timelake 0.7 may have stored them): `implemented` is false for those. They
+// are validated and stored like any other, but nothing reads them yet;
+// `timelake settings` and docs/settings.md say so.
+//
 // Nothing here allocates state or locks: every function is safe from any
 // thread.
 
@@ -67,6 +72,9 @@ struct Setting {
   // Property key when it differs from "timelake.<name>" (Timelake 0.7 stores
   // `chunk` as "timelake.chunk-interval").
   std::string_view property_key = {};
+  // False for a setting declared before its feature landed: accepted,
+  // validated and stored, but read by nothing yet.
+  bool implemented = true;
 
   // "timelake.target-file-size" (or `property_key`).
   std::string PropertyKey() const;

@@ -48,6 +48,7 @@ class SettingsCommand : public Command {
                         {"default", std::string(s.default_value)},
                         {"levels", settings::LevelNames(s.levels)},
                         {"since", std::string(s.since)},
+                        {"implemented", s.implemented},
                         {"description", std::string(s.description)}});
       }
       *out << list.dump(2) << "\n";
@@ -66,6 +67,7 @@ class SettingsCommand : public Command {
     for (const auto& s : settings::All()) {
       std::string description(s.description);
       if (!s.choices.empty()) description += " [" + std::string(s.choices) + "]";
+      if (!s.implemented) description = "(not implemented yet) " + description;
       *out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", s.PropertyKey(),
                           name_width, settings::TypeName(s.type), type_width,
                           s.default_value.empty() ? "-" : std::string(s.default_value),

@@ -23,6 +23,11 @@ constexpr unsigned kCTK = kCreate | kTable | kCall;
 // it reads one).
 constexpr std::string_view k030 = "0.3.0";
 
+// Declared ahead of its feature (Setting::implemented): kept because SPEC §4.3
+// lists it and Timelake 0.7 tables may carry it, but nothing reads it yet.
+// ("", "": no choices, the default property key.)
+constexpr bool kNotYet = false;
+
 constexpr std::array kSettings = {
     // Layout, fixed when the table is created.
     Setting{"time-column", Type::kString, "", kCreate, k030,
@@ -68,7 +73,8 @@ constexpr std::array kSettings = {
     Setting{"read-dedup", Type::kBool, "true", kCTS, k030,
             "dedup tables are deduplicated on read by the tie rule"},
     Setting{"read-dedup-strategy", Type::kEnum, "merge", kCTS, k030,
-            "how files that may share keys are combined on read", "merge|keys-first"},
+            "how files that may share keys are combined on read", "merge|keys-first", "",
+            kNotYet},
     Setting{"filter-pushdown", Type::kEnum, "auto", kCTS, k030,
             "prune files, row groups and pages with the query's filters",
             "auto|true|false"},
@@ -77,7 +83,8 @@ constexpr std::array kSettings = {
     Setting{"newest-first", Type::kBool, "true", kCTS, k030,
             "ORDER BY time DESC LIMIT k reads the newest partitions first"},
     Setting{"time-weighted-mean", Type::kEnum, "auto", kCTS, k030,
-            "how time_weighted_mean combines partial results", "auto|segments|merge"},
+            "how time_weighted_mean combines partial results", "auto|segments|merge", "",
+            kNotYet},
     Setting{"version-check-interval", Type::kDuration, "1s", kCTS, k030,
             "how long a loaded table version is reused before checking for a newer one"},
     // The head object.
@@ -85,19 +92,19 @@ constexpr std::array kSettings = {
             "codec of metadata/timelake-head (none: write no head)", "arrow|json|none"},
     Setting{"head-inline-bytes", Type::kBytes, "1048576", kCT, k030,
             "size limit for inlining the last-value index and footers in the head"},
-    // Rollups.
+    // Rollups (materialized rollups have not landed).
     Setting{"rollups", Type::kList, "", kManaged, k030,
-            "rollup tables kept from this raw table"},
+            "rollup tables kept from this raw table", "", "", kNotYet},
     Setting{"rollup-routing", Type::kBool, "true", kCTS, k030,
-            "GROUP BY time_bucket queries read covering rollups"},
+            "GROUP BY time_bucket queries read covering rollups", "", "", kNotYet},
     Setting{"rollup-refresh-interval", Type::kDuration, "5m", kCT, k030,
-            "how often appends refresh this table's rollups"},
+            "how often appends refresh this table's rollups", "", "", kNotYet},
     Setting{"rollup-source", Type::kString, "", kManaged, k030,
-            "on a rollup table: its raw table"},
+            "on a rollup table: its raw table", "", "", kNotYet},
     Setting{"rollup-bucket", Type::kDuration, "", kManaged, k030,
-            "on a rollup table: its bucket width"},
+            "on a rollup table: its bucket width", "", "", kNotYet},
     Setting{"rollup-aggregates", Type::kString, "", kManaged, k030,
-            "on a rollup table: its aggregate columns"},
+            "on a rollup table: its aggregate columns", "", "", kNotYet},
     // Versioning.
     Setting{"format-version", Type::kString, kFormatVersion, kManaged, k030,
             "Timelake table format version (semver) the table was written with"},
@@ -320,6 +327,9 @@ std::string Markdown() {
       "`--set`, `SessionSettings`), **call** (an options struct of one call),\n"
       "**managed** (written by Timelake). Precedence: call > session > table >\n"
       "default.\n\n"
+      "Settings marked *not implemented yet* are declared ahead of their feature:\n"
+      "they are validated and stored (Timelake 0.7 tables may carry them), but\n"
+      "nothing reads them yet.\n\n"
       "| setting | SQL name | type | default | levels | since | description |\n"
       "|---|---|---|---|---|---|---|\n";
   for (const auto& s : kSettings) {
@@ -334,7 +344,8 @@ std::string Markdown() {
     if (s.name == "dedup") def = "`true` with a series key";
     out += "| `" + s.PropertyKey() + "` | `" + s.SqlName() + "` | " + type + " | " + def +
            " | " + LevelNames(s.levels) + " | " + std::string(s.since) + " | " +
-           std::string(s.description) + " |\n";
+           (s.implemented ? "" : "*not implemented yet:* ") + std::string(s.description) +
+           " |\n";
   }
   return out;
 }
