@@ -13,6 +13,20 @@
 
 namespace timelake {
 
+namespace {
+
+// A SQL identifier in double quotes.
+std::string Quote(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
 namespace internal {
 
 struct SessionState {
@@ -116,15 +130,6 @@ class MergedReader : public arrow::RecordBatchReader {
   std::string context_;
 };
 
-std::string QuoteName(const std::string& name) {
-  std::string out = "\"";
-  for (char c : name) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
@@ -145,17 +150,17 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
       table->lake->store->raw(), read::MakeCatalogCallbacks(table->lake, nullptr, pinned),
       1, &state->session, &err);
   TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, context));
-  std::string sql = "SELECT * FROM " + QuoteName(table->name.ns()) + "." +
-                    QuoteName(table->name.name());
+  std::string sql =
+      "SELECT * FROM " + Quote(table->name.ns()) + "." + Quote(table->name.name());
   const auto& contract = table->contract;
   if (contract.time_column) {
     // The merge's own order (nulls first), so DataFusion adds no sort.
     std::string order;
-    for (const auto& k : contract.series_key) order += QuoteName(k) + " NULLS FIRST, ";
-    order += QuoteName(*contract.time_column) + " NULLS FIRST";
+    for (const auto& k : contract.series_key) order += Quote(k) + " NULLS FIRST, ";
+    order += Quote(*contract.time_column) + " NULLS FIRST";
     if (!contract.ingest_column.empty() &&
         table->schema->GetFieldIndex(contract.ingest_column) >= 0) {
-      order += ", " + QuoteName(contract.ingest_column) + " NULLS FIRST";
+      order += ", " + Quote(contract.ingest_column) + " NULLS FIRST";
     }
     sql += " ORDER BY " + order;
   }
@@ -190,16 +195,6 @@ class NamedReader : public arrow::RecordBatchReader {
   std::shared_ptr<arrow::RecordBatchReader> inner_;
   std::string context_;
 };
-
-// A SQL identifier in double quotes.
-std::string Quote(const std::string& name) {
-  std::string out = "\"";
-  for (char c : name) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 }  // namespace
 
