@@ -12,8 +12,9 @@
 //   the duration of the call, except Arrow C data structs handed to a
 //   tl_sink_set_* function: those are moved (the callee owns them and marks
 //   the caller's struct released, as the Arrow C data interface's "move").
-// - Structured data crosses as Arrow C data (schemas, record batches, result
-//   streams); JSON text carries only plans and small lists.
+// - Rows cross as Arrow C data (schemas, record batches, result streams:
+//   scan plans, last-value index rows, query results); JSON text carries
+//   only requests, names and small lists.
 // - Errors keep their kind across the boundary in both directions: a
 //   failing callback puts its TlCode in its sink (tl_sink_set_code) and the
 //   query fails with that code; a failing result stream tells its code with
@@ -277,22 +278,26 @@ typedef struct TlCatalogCallbacks {
   // (timestamp_us: microseconds since the epoch, UTC; date: days since epoch).
   // The request also has "settings": {"<sql name without timelake.>": "value"}
   // with the session's `SET timelake.*` values.
-  // Writes {"files": [{"path": "<key relative to store root>", "size": n,
-  //                    "seq": <sequence number>, "sorted": true|false}, ...],
-  //         "dedup": {"keys": ["series", ..., "time"], "order": ["_ingest_ts"],
-  //                   "groups": [[file index, ...], ...]}}
+  // Answers a record batch, moved into the sink with tl_sink_set_batch, of
+  // one row per file to read (the JSON text is ignored):
+  //   path   utf8, not null   the key relative to the store root
+  //   size   int64, not null  the file's length in bytes
+  //   seq    int64, not null  the sequence number of the commit that added it
+  //   sorted bool, not null   the file is sorted by (keys, order) already
+  //   group  int32, nullable  its merge group; null: read as it is
+  // Files of one group may hold rows with equal keys and are merged by
+  // (keys, order, seq), keeping the last row of equal keys. When a group
+  // exists, the batch's schema metadata names the merge: "dedup.key.0",
+  // "dedup.key.1", ... the key columns (series..., time), "dedup.order.0", ...
+  // the tie-breaking columns (e.g. _ingest_ts), and "dedup.keep": "last", or
+  // "all" to merge in that order without dropping a row (compaction of a
+  // table without dedup).
   // A request {"last_values": {"partition_by": [...], "order_by": "time"}}
   // asks for the current snapshot's last-value index instead, when it holds
   // the newest row per those columns: its rows, in the table's schema, moved
-  // into the sink with tl_sink_set_batch (the JSON text is then ignored), or
-  // {"files": [{"path": ..., "size": n}]} naming the index file for
-  // DataFusion to read; else {"files": null}. The engine keeps no copy of
-  // the rows between queries: C++ owns the one cache of decoded indexes.
-  // "dedup" is optional: files of one group may hold rows with equal keys and
-  // are merged by (keys, order, seq), keeping the last row of equal keys; the
-  // other files are read as they are. "sorted" says a file is sorted by
-  // (keys, order) already. With "keep": "all" in "dedup" the groups are
-  // merged in that order but no row is dropped (compaction without dedup).
+  // into the sink with tl_sink_set_batch; no batch when it does not answer.
+  // The engine keeps no copy of the rows between queries: C++ owns the one
+  // cache of decoded indexes.
   int (*plan_scan)(void* ctx, const char* schema, const char* table,
                    const char* request_json, TlSink* out);
   // Called once when the session has been freed and no result stream of it

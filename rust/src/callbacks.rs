@@ -47,7 +47,21 @@ impl TlSink {
         let rows = StructArray::try_from(data).map_err(|e| {
             TlError::internal(format!("{what} returned an array that is not a batch: {e}"))
         })?;
-        Ok(Some(RecordBatch::from(rows)))
+        let rows = RecordBatch::from(rows);
+        // The struct array drops the schema's metadata; a plan keeps its
+        // merge there.
+        let metadata = Schema::try_from(&schema)
+            .map(|s| s.metadata)
+            .unwrap_or_default();
+        if metadata.is_empty() {
+            return Ok(Some(rows));
+        }
+        let schema = Arc::new(rows.schema().as_ref().clone().with_metadata(metadata));
+        rows.with_schema(schema).map(Some).map_err(|e| {
+            TlError::internal(format!(
+                "{what} returned a batch whose schema does not fit: {e}"
+            ))
+        })
     }
 }
 
@@ -263,7 +277,6 @@ impl Callbacks {
         match answer {
             Answer::Found(mut sink) => Ok(ScanAnswer {
                 rows: sink.take_batch(&what)?,
-                json: sink.text(),
             }),
             Answer::NotFound => Err(TlError::new(
                 TlCode::NotFound,
@@ -273,11 +286,10 @@ impl Callbacks {
     }
 }
 
-/// What `plan_scan` answered: JSON text, and the rows C++ moved into the
-/// sink (the last-value index), if any.
+/// What `plan_scan` answered: the rows C++ moved into the sink (the files
+/// to read, or the last-value index), if any.
 #[derive(Debug)]
 pub struct ScanAnswer {
-    pub json: String,
     pub rows: Option<RecordBatch>,
 }
 

@@ -11,8 +11,8 @@
 //! SELECT … FROM t WHERE <series key> = … ORDER BY <time> DESC LIMIT 1
 //! ```
 //!
-//! read the table's last-value index (one small file with exactly those
-//! rows) instead of scanning and sorting the whole table.
+//! read the table's last-value index (exactly those rows, which C++ holds
+//! decoded) instead of scanning and sorting the whole table.
 //!
 //! The rule matches the optimized logical plan `Filter(rn = 1)` over
 //! `WindowAggr(row_number)` over an unfiltered `TableScan` of a Timelake
@@ -25,13 +25,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{Column, ScalarValue};
 use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::datasource::physical_plan::FileGroup;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::error::Result as DFResult;
@@ -43,7 +43,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::provider::{IndexSource, TimelakeTable};
+use crate::provider::TimelakeTable;
 
 #[derive(Debug, Default)]
 pub struct LastValueRewrite;
@@ -124,7 +124,7 @@ fn equality_columns(predicate: &Expr) -> Option<Vec<String>> {
 fn index_scan(
     scan: &datafusion::logical_expr::TableScan,
     provider: &Arc<dyn TableProvider>,
-    index: IndexSource,
+    index: RecordBatch,
 ) -> DFResult<LogicalPlan> {
     let source = provider_as_source(Arc::new(LastValueTable {
         table: Arc::clone(provider),
@@ -288,24 +288,17 @@ impl LastValueRewrite {
     }
 }
 
-/// A Timelake table read through its last-value index: same schema, one
-/// small Parquet file.
+/// A Timelake table read through its last-value index: same schema, the
+/// index's rows as C++ holds them (from the head object or the index file).
 struct LastValueTable {
     table: Arc<dyn TableProvider>,
-    index: IndexSource,
+    index: RecordBatch,
 }
 
 impl fmt::Debug for LastValueTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let index = match &self.index {
-            IndexSource::File(file) => file.object_meta.location.to_string(),
-            IndexSource::Rows(rows) => format!(
-                "{} rows inline",
-                rows.iter().map(|b| b.num_rows()).sum::<usize>()
-            ),
-        };
         f.debug_struct("LastValueTable")
-            .field("index", &index)
+            .field("index", &format!("{} rows inline", self.index.num_rows()))
             .finish()
     }
 }
@@ -329,33 +322,17 @@ impl TableProvider for LastValueTable {
 
     async fn scan(
         &self,
-        state: &dyn Session,
+        _state: &dyn Session,
         projection: Option<&Vec<usize>>,
         _filters: &[Expr],
         limit: Option<usize>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
-        let table = self
-            .table
-            .downcast_ref::<TimelakeTable>()
-            .expect("a last-value table wraps a Timelake table");
-        match &self.index {
-            IndexSource::File(file) => table.parquet_scan(
-                state,
-                vec![FileGroup::new(vec![file.clone()])],
-                vec![],
-                projection.cloned(),
-                None,
-                limit,
-            ),
-            IndexSource::Rows(rows) => {
-                let source = MemorySourceConfig::try_new(
-                    &[rows.clone()],
-                    self.schema(),
-                    projection.cloned(),
-                )?
-                .with_limit(limit);
-                Ok(DataSourceExec::from_data_source(source))
-            }
-        }
+        let source = MemorySourceConfig::try_new(
+            &[vec![self.index.clone()]],
+            self.schema(),
+            projection.cloned(),
+        )?
+        .with_limit(limit);
+        Ok(DataSourceExec::from_data_source(source))
     }
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::compute::SortOptions;
 use arrow::datatypes::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef};
 use async_trait::async_trait;
@@ -30,7 +30,7 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::callbacks::Callbacks;
 use crate::dedup::DedupExec;
@@ -98,84 +98,87 @@ impl TimelakeTable {
         .to_string()
     }
 
-    /// Parses the `plan_scan` answer into files to read and dedup groups.
-    fn parse_answer(&self, answer: &str) -> TlResult<ScanPlan> {
+    /// Reads the `plan_scan` answer (a batch laid out as the header says)
+    /// into files to read and dedup groups.
+    fn parse_plan(&self, answer: Option<RecordBatch>) -> TlResult<ScanPlan> {
         let what = format!("plan_scan({}.{})", self.schema_name, self.table_name);
-        let invalid = |why: &str| TlError::internal(format!("{what} returned {why}: {answer}"));
-        let value: Value = serde_json::from_str(answer).map_err(|e| invalid(&e.to_string()))?;
-        let files = value
-            .get("files")
-            .and_then(Value::as_array)
-            .ok_or_else(|| invalid("no \"files\" array"))?;
-        let files = files
-            .iter()
-            .map(|file| {
-                let path = file
-                    .get("path")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| invalid("a file without \"path\""))?;
-                let size = file
-                    .get("size")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| invalid("a file without \"size\""))?;
-                // The key joined with the warehouse prefix, exactly as
-                // tl_store_put wrote it (no re-encoding).
-                let location = self.store.location(path)?;
-                Ok(PlannedFile {
-                    file: footers::planned_file(location, size),
-                    seq: file.get("seq").and_then(Value::as_i64).unwrap_or(0),
-                    sorted: file.get("sorted").and_then(Value::as_bool).unwrap_or(false),
-                })
-            })
-            .collect::<TlResult<Vec<_>>>()?;
-        let mut plan = ScanPlan { files, dedup: None };
-        if let Some(dedup) = value.get("dedup").filter(|d| !d.is_null()) {
-            let names = |key: &str| -> TlResult<Vec<usize>> {
-                dedup
-                    .get(key)
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| invalid(&format!("dedup without \"{key}\"")))?
-                    .iter()
-                    .map(|n| {
-                        let name = n.as_str().ok_or_else(|| invalid("a non-string column"))?;
-                        self.schema
-                            .index_of(name)
-                            .map_err(|_| invalid(&format!("unknown dedup column {name:?}")))
-                    })
-                    .collect()
-            };
-            let keys = names("keys")?;
-            let order = names("order")?;
-            let groups = dedup
-                .get("groups")
-                .and_then(Value::as_array)
-                .ok_or_else(|| invalid("dedup without \"groups\""))?
-                .iter()
-                .map(|g| {
-                    g.as_array()
-                        .ok_or_else(|| invalid("a group that is not an array"))?
-                        .iter()
-                        .map(|i| {
-                            i.as_u64()
-                                .map(|i| i as usize)
-                                .filter(|&i| i < plan.files.len())
-                                .ok_or_else(|| invalid("a bad file index"))
-                        })
-                        .collect::<TlResult<Vec<_>>>()
-                })
-                .collect::<TlResult<Vec<_>>>()?;
-            // "keep": "all" merges without dropping rows (compaction of a
-            // table without dedup); the default keeps the last row per key.
-            let keep_all = dedup.get("keep").and_then(Value::as_str) == Some("all");
-            if !groups.is_empty() {
-                plan.dedup = Some(DedupPlan {
-                    keys,
-                    order,
-                    groups,
-                    keep_all,
-                });
+        let invalid = |why: &str| TlError::internal(format!("{what} returned {why}"));
+        let batch = answer.ok_or_else(|| invalid("no files batch"))?;
+        fn column<'a, T: 'static>(
+            batch: &'a RecordBatch,
+            name: &str,
+            invalid: &dyn Fn(&str) -> TlError,
+        ) -> TlResult<&'a T> {
+            batch
+                .column_by_name(name)
+                .and_then(|c| c.as_any().downcast_ref::<T>())
+                .ok_or_else(|| invalid(&format!("a files batch without a valid {name:?} column")))
+        }
+        let paths = column::<StringArray>(&batch, "path", &invalid)?;
+        let sizes = column::<Int64Array>(&batch, "size", &invalid)?;
+        let seqs = column::<Int64Array>(&batch, "seq", &invalid)?;
+        let sorted = column::<BooleanArray>(&batch, "sorted", &invalid)?;
+        let groups = column::<Int32Array>(&batch, "group", &invalid)?;
+        let nulls = paths.null_count() + sizes.null_count() + seqs.null_count();
+        if nulls + sorted.null_count() > 0 {
+            return Err(invalid("a file with a null path, size, seq or sorted"));
+        }
+        let mut files = Vec::with_capacity(batch.num_rows());
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        for i in 0..batch.num_rows() {
+            let size = u64::try_from(sizes.value(i)).map_err(|_| invalid("a negative size"))?;
+            // The key joined with the warehouse prefix, exactly as
+            // tl_store_put wrote it (no re-encoding).
+            let location = self.store.location(paths.value(i))?;
+            files.push(PlannedFile {
+                file: footers::planned_file(location, size),
+                seq: seqs.value(i),
+                sorted: sorted.value(i),
+            });
+            if groups.is_valid(i) {
+                let g = usize::try_from(groups.value(i))
+                    .ok()
+                    .filter(|&g| g < batch.num_rows())
+                    .ok_or_else(|| invalid("a bad group number"))?;
+                if members.len() <= g {
+                    members.resize_with(g + 1, Vec::new);
+                }
+                members[g].push(i);
             }
         }
+        let mut plan = ScanPlan { files, dedup: None };
+        members.retain(|m| !m.is_empty());
+        if members.is_empty() {
+            return Ok(plan);
+        }
+        let metadata = batch.schema_ref().metadata();
+        let names = |prefix: &str| -> TlResult<Vec<usize>> {
+            (0..)
+                .map_while(|i| metadata.get(&format!("dedup.{prefix}.{i}")))
+                .map(|name| {
+                    self.schema
+                        .index_of(name)
+                        .map_err(|_| invalid(&format!("unknown dedup column {name:?}")))
+                })
+                .collect()
+        };
+        let keys = names("key")?;
+        if keys.is_empty() {
+            return Err(invalid("merge groups without \"dedup.key.0\""));
+        }
+        // "all" merges without dropping rows (compaction of a table without
+        // dedup); "last" keeps the last row per key.
+        let keep_all = match metadata.get("dedup.keep").map(String::as_str) {
+            Some("all") => true,
+            Some("last") | None => false,
+            Some(other) => return Err(invalid(&format!("dedup.keep {other:?}"))),
+        };
+        plan.dedup = Some(DedupPlan {
+            keys,
+            order: names("order")?,
+            groups: members,
+            keep_all,
+        });
         Ok(plan)
     }
 
@@ -188,7 +191,7 @@ impl TimelakeTable {
         &self,
         partition_by: &[String],
         order_by: &str,
-    ) -> TlResult<Option<IndexSource>> {
+    ) -> TlResult<Option<RecordBatch>> {
         let request = json!({
             "filters": [],
             "last_values": {"partition_by": partition_by, "order_by": order_by},
@@ -198,28 +201,19 @@ impl TimelakeTable {
             self.callbacks
                 .plan_scan(&self.schema_name, &self.table_name, &request)
         })?;
-        if let Some(rows) = answer.rows {
-            // In the table's schema as DataFusion resolved it (the same
-            // types; field metadata and nullability from the catalog).
-            let rows = RecordBatch::try_new(Arc::clone(&self.schema), rows.columns().to_vec())
-                .map_err(|e| {
-                    TlError::internal(format!(
-                        "plan_scan({}.{}) sent last values that do not fit the table schema: {e}",
-                        self.schema_name, self.table_name
-                    ))
-                })?;
-            return Ok(Some(IndexSource::Rows(vec![rows])));
-        }
-        let value = serde_json::from_str::<Value>(&answer.json).unwrap_or(Value::Null);
-        if value.get("files").is_some_and(Value::is_null) {
+        let Some(rows) = answer.rows else {
             return Ok(None);
-        }
-        let plan = self.parse_answer(&answer.json)?;
-        Ok(plan
-            .files
-            .into_iter()
-            .next()
-            .map(|f| IndexSource::File(f.file)))
+        };
+        // In the table's schema as DataFusion resolved it (the same types;
+        // field metadata and nullability from the catalog).
+        RecordBatch::try_new(Arc::clone(&self.schema), rows.columns().to_vec())
+            .map(Some)
+            .map_err(|e| {
+                TlError::internal(format!(
+                    "plan_scan({}.{}) sent last values that do not fit the table schema: {e}",
+                    self.schema_name, self.table_name
+                ))
+            })
     }
 
     /// A Parquet scan of `files` (one file group per entry of `groups`).
@@ -414,15 +408,6 @@ fn round_robin(files: Vec<PartitionedFile>, n: usize) -> Vec<FileGroup> {
     groups.into_iter().map(FileGroup::new).collect()
 }
 
-/// Where the rows of a last-value index come from.
-pub(crate) enum IndexSource {
-    /// The index file, for DataFusion to read.
-    File(PartitionedFile),
-    /// The rows themselves, as C++ holds them (from the head object or the
-    /// index file it read).
-    Rows(Vec<RecordBatch>),
-}
-
 /// The name of the commit-sequence column a dedup scan adds.
 const SEQ_COLUMN: &str = "__timelake_seq";
 
@@ -480,7 +465,7 @@ impl TableProvider for TimelakeTable {
         .and_then(|r| r)
         .map_err(TlError::into_datafusion)?;
         let ScanPlan { files, dedup } = self
-            .parse_answer(&answer.json)
+            .parse_plan(answer.rows)
             .map_err(TlError::into_datafusion)?;
 
         if files.is_empty() {

@@ -101,6 +101,42 @@ fn sink_write(out: *mut TlSink, text: &str) {
     unsafe { tl_sink_write(out, text.as_ptr() as *const c_char, text.len()) };
 }
 
+/// Moves `rows` into the sink as Arrow C data, as C++ answers plan_scan.
+fn sink_batch(out: *mut TlSink, rows: &RecordBatch) {
+    let array = arrow::array::StructArray::from(rows.clone());
+    let mut ffi_array = FFI_ArrowArray::new(&array.into_data());
+    let mut ffi_schema = FFI_ArrowSchema::try_from(rows.schema().as_ref()).unwrap();
+    // SAFETY: moves both into the live sink; they are left released.
+    unsafe { tl_sink_set_batch(out, &mut ffi_schema, &mut ffi_array) };
+    assert!(ffi_schema.release.is_none() && ffi_array.is_released());
+}
+
+/// A plan_scan answer reading `files` (key, size) as they are.
+fn files_batch(files: &[(&str, u64)]) -> RecordBatch {
+    use arrow::array::{BooleanArray, Int32Array};
+    let schema = Schema::new(vec![
+        Field::new("path", DataType::Utf8, false),
+        Field::new("size", DataType::Int64, false),
+        Field::new("seq", DataType::Int64, false),
+        Field::new("sorted", DataType::Boolean, false),
+        Field::new("group", DataType::Int32, true),
+    ]);
+    let n = files.len();
+    RecordBatch::try_new(
+        Arc::new(schema),
+        vec![
+            Arc::new(StringArray::from_iter_values(files.iter().map(|f| f.0))),
+            Arc::new(Int64Array::from_iter_values(
+                files.iter().map(|f| f.1 as i64),
+            )),
+            Arc::new(Int64Array::from(vec![0; n])),
+            Arc::new(BooleanArray::from(vec![false; n])),
+            Arc::new(Int32Array::from(vec![None; n])),
+        ],
+    )
+    .unwrap()
+}
+
 /// # Safety
 /// Test callback: `ctx` is an `Arc<TestCatalog>` pointer.
 unsafe fn catalog<'a>(ctx: *mut c_void) -> &'a TestCatalog {
@@ -137,7 +173,7 @@ unsafe extern "C" fn table_schema_cb(
     table: *const c_char,
     out: *mut TlSink,
 ) -> c_int {
-    let known = ["t", "broken", "failing", "flaky"];
+    let known = ["t", "broken", "failing", "flaky", "unplanned", "misplanned"];
     if arg(schema) != "default" || !known.contains(&arg(table).as_str()) {
         return 1;
     }
@@ -170,18 +206,10 @@ unsafe extern "C" fn plan_scan(
     match table.as_str() {
         "t" if !request["last_values"].is_null() => {
             // The last-value index of t by `name`: moved in as Arrow C data.
-            if request["last_values"] != json!({"partition_by": ["name"], "order_by": "ts"}) {
-                sink_write(out, r#"{"files": null}"#);
-                return 0;
+            // No batch: the index does not answer this request.
+            if request["last_values"] == json!({"partition_by": ["name"], "order_by": "ts"}) {
+                sink_batch(out, &last_value_rows());
             }
-            let rows = last_value_rows();
-            let array = arrow::array::StructArray::from(rows.clone());
-            let mut ffi_array = FFI_ArrowArray::new(&array.into_data());
-            let mut ffi_schema = FFI_ArrowSchema::try_from(rows.schema().as_ref()).unwrap();
-            // SAFETY: moves both into the sink; they are left released.
-            unsafe { tl_sink_set_batch(out, &mut ffi_schema, &mut ffi_array) };
-            assert!(ffi_schema.release.is_none() && ffi_array.is_released());
-            sink_write(out, r#"{"files": []}"#);
             0
         }
         "flaky" => {
@@ -207,15 +235,26 @@ unsafe extern "C" fn plan_scan(
                 )
             };
             assert_eq!(code, TlCode::Ok);
-            let answer = json!({"files": [{"path": DATA_KEY, "size": size}]});
-            sink_write(out, &answer.to_string());
+            sink_batch(out, &files_batch(&[(DATA_KEY, size)]));
             0
         }
         "broken" => {
-            sink_write(
+            sink_batch(
                 out,
-                r#"{"files": [{"path": "default/broken/missing.parquet", "size": 1000}]}"#,
+                &files_batch(&[("default/broken/missing.parquet", 1000)]),
             );
+            0
+        }
+        // A plan that is no batch, and one whose merge group names no keys.
+        "unplanned" => {
+            sink_write(out, r#"{"files": []}"#);
+            0
+        }
+        "misplanned" => {
+            let plan = files_batch(&[(DATA_KEY, 1000), (DATA_KEY, 1000)]);
+            let mut columns = plan.columns().to_vec();
+            columns[4] = Arc::new(arrow::array::Int32Array::from(vec![Some(0), Some(0)]));
+            sink_batch(out, &RecordBatch::try_new(plan.schema(), columns).unwrap());
             0
         }
         _ => {
@@ -666,6 +705,19 @@ fn errors_are_reported() {
     let (code, message) = fx.sql("SELECT * FROM flaky").unwrap_err();
     assert_eq!(code, TlCode::StorageRetryable);
     assert!(message.contains("503 SlowDown"), "{message}");
+
+    // A plan that breaks the header's layout fails the query, naming what
+    // was wrong, rather than reading some files.
+    let (_, message) = fx.sql("SELECT * FROM unplanned").unwrap_err();
+    assert!(
+        message.contains("plan_scan(default.unplanned) returned no files batch"),
+        "{message}"
+    );
+    let (_, message) = fx.sql("SELECT * FROM misplanned").unwrap_err();
+    assert!(
+        message.contains("merge groups without \"dedup.key.0\""),
+        "{message}"
+    );
 
     // A data file that is not there: object_store's "not found" while the
     // plan runs, kept by the stream.

@@ -10,7 +10,9 @@
 #include <optional>
 #include <utility>
 
+#include <arrow/builder.h>
 #include <arrow/c/bridge.h>
+#include <arrow/util/key_value_metadata.h>
 #include <nlohmann/json.hpp>
 
 #include "timelake/format/bounds.h"
@@ -148,10 +150,78 @@ void ProvideFooters(internal::LakeState& lake,
   }
 }
 
+// How the files of a plan that share a group are merged (the "dedup.*"
+// metadata of a plan batch, timelake_platform.h).
+struct MergeSpec {
+  std::vector<std::string> keys;
+  std::vector<std::string> order;
+  bool keep_all = false;
+};
+
+MergeSpec MergeSpecOf(const internal::TableState& table, bool keep_all) {
+  const auto& contract = table.contract;
+  MergeSpec spec;
+  spec.keys = contract.series_key;
+  spec.keys.push_back(*contract.time_column);
+  if (!contract.ingest_column.empty() &&
+      table.schema->GetFieldIndex(contract.ingest_column) >= 0) {
+    spec.order.push_back(contract.ingest_column);
+  }
+  spec.keep_all = keep_all;
+  return spec;
+}
+
+// The plan_scan answer: one row per file to read, in `files`' order, with the
+// merge group of each (`group[i]` < 0: read as it is). `spec` is set when a
+// group exists.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanBatch(
+    const internal::TableState& table, const std::vector<const format::LiveFile*>& files,
+    const std::vector<int32_t>& group, const MergeSpec* spec) {
+  const int64_t sort_order = table.metadata.doc.value("default-sort-order-id", 0);
+  arrow::StringBuilder path;
+  arrow::Int64Builder size;
+  arrow::Int64Builder seq;
+  arrow::BooleanBuilder sorted;
+  arrow::Int32Builder groups;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const format::LiveFile& f = *files[i];
+    TIMELAKE_RETURN_NOT_OK(path.Append(f.key));
+    TIMELAKE_RETURN_NOT_OK(size.Append(f.data_file.file_size_in_bytes));
+    TIMELAKE_RETURN_NOT_OK(seq.Append(f.sequence_number.value_or(0)));
+    TIMELAKE_RETURN_NOT_OK(
+        sorted.Append(sort_order != 0 && f.data_file.sort_order_id == sort_order));
+    TIMELAKE_RETURN_NOT_OK(group[i] < 0 ? groups.AppendNull() : groups.Append(group[i]));
+  }
+  std::vector<std::shared_ptr<arrow::Array>> columns(5);
+  TIMELAKE_RETURN_NOT_OK(path.Finish(&columns[0]));
+  TIMELAKE_RETURN_NOT_OK(size.Finish(&columns[1]));
+  TIMELAKE_RETURN_NOT_OK(seq.Finish(&columns[2]));
+  TIMELAKE_RETURN_NOT_OK(sorted.Finish(&columns[3]));
+  TIMELAKE_RETURN_NOT_OK(groups.Finish(&columns[4]));
+  auto metadata = std::make_shared<arrow::KeyValueMetadata>();
+  if (spec != nullptr) {
+    for (size_t i = 0; i < spec->keys.size(); ++i) {
+      metadata->Append("dedup.key." + std::to_string(i), spec->keys[i]);
+    }
+    for (size_t i = 0; i < spec->order.size(); ++i) {
+      metadata->Append("dedup.order." + std::to_string(i), spec->order[i]);
+    }
+    metadata->Append("dedup.keep", spec->keep_all ? "all" : "last");
+  }
+  auto schema = arrow::schema({arrow::field("path", arrow::utf8(), false),
+                               arrow::field("size", arrow::int64(), false),
+                               arrow::field("seq", arrow::int64(), false),
+                               arrow::field("sorted", arrow::boolean(), false),
+                               arrow::field("group", arrow::int32(), true)},
+                              std::move(metadata));
+  return arrow::RecordBatch::Make(std::move(schema), static_cast<int64_t>(files.size()),
+                                  std::move(columns));
+}
+
 }  // namespace
 
-arrow::Result<std::string> PlanScan(const internal::TableState& table,
-                                    std::string_view request_text, ScanStats* stats) {
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
+    const internal::TableState& table, std::string_view request_text, ScanStats* stats) {
   json request;
   try {
     request = json::parse(request_text);
@@ -190,9 +260,6 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
     return false;
   });
 
-  const int64_t sort_order = table.metadata.doc.value("default-sort-order-id", 0);
-  json list = json::array();
-  std::vector<const format::DataFile*> kept;
   size_t pruned = 0;
   std::vector<const format::LiveFile*> survivors;
   for (const auto& f : files) {
@@ -220,74 +287,43 @@ arrow::Result<std::string> PlanScan(const internal::TableState& table,
                        return newest(a) > newest(b);
                      });
   }
-  for (const format::LiveFile* f : survivors) {
-    const bool sorted = sort_order != 0 && f->data_file.sort_order_id == sort_order;
-    list.push_back({{"path", f->key},
-                    {"size", f->data_file.file_size_in_bytes},
-                    {"seq", f->sequence_number.value_or(0)},
-                    {"sorted", sorted}});
-    kept.push_back(&f->data_file);
-  }
   ProvideFooters(*table.lake, survivors);
-  json answer = {{"files", list}};
+  std::vector<int32_t> group(survivors.size(), -1);
   size_t merged = 0;
-  if (dedup && kept.size() > 1) {
+  if (dedup && survivors.size() > 1) {
+    std::vector<const format::DataFile*> kept;
+    for (const format::LiveFile* f : survivors) kept.push_back(&f->data_file);
     auto groups =
         KeyOverlapGroups(kept, contract.series_key, *contract.time_column, *table.schema);
-    if (!groups.empty()) {
-      json keys = json::array();
-      for (const auto& k : contract.series_key) keys.push_back(k);
-      keys.push_back(*contract.time_column);
-      json order = json::array();
-      if (!contract.ingest_column.empty() &&
-          table.schema->GetFieldIndex(contract.ingest_column) >= 0) {
-        order.push_back(contract.ingest_column);
-      }
-      for (const auto& g : groups) merged += g.size();
-      answer["dedup"] = {{"keys", keys}, {"order", order}, {"groups", groups}};
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t i : groups[g]) group[i] = static_cast<int32_t>(g);
+      merged += groups[g].size();
     }
   }
+  const MergeSpec spec =
+      merged > 0 ? MergeSpecOf(table, /*keep_all=*/false) : MergeSpec{};
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto batch, PlanBatch(table, survivors, group, merged > 0 ? &spec : nullptr));
   ScanStats scan{table.name.ToString(), files.size(), pruned, files.size() - pruned,
                  merged};
   if (TraceScans()) std::fprintf(stderr, "%s\n", scan.ToString().c_str());
   if (stats != nullptr) *stats = std::move(scan);
-  return answer.dump();
+  return batch;
 }
 
-std::string PlanPinnedScan(const PinnedScan& pinned) {
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanPinnedScan(
+    const PinnedScan& pinned) {
   const auto& table = *pinned.table;
-  const int64_t sort_order = table.metadata.doc.value("default-sort-order-id", 0);
-  json list = json::array();
-  json group = json::array();
-  for (size_t i = 0; i < pinned.files.size(); ++i) {
-    const auto& f = pinned.files[i];
-    list.push_back(
-        {{"path", f.key},
-         {"size", f.data_file.file_size_in_bytes},
-         {"seq", f.sequence_number.value_or(0)},
-         {"sorted", sort_order != 0 && f.data_file.sort_order_id == sort_order}});
-    group.push_back(i);
-  }
   std::vector<const format::LiveFile*> files;
   for (const auto& f : pinned.files) files.push_back(&f);
   ProvideFooters(*table.lake, files);
-  json answer = {{"files", list}};
-  const auto& contract = table.contract;
-  if (contract.time_column && !pinned.files.empty()) {
-    json keys = json::array();
-    for (const auto& k : contract.series_key) keys.push_back(k);
-    keys.push_back(*contract.time_column);
-    json order = json::array();
-    if (!contract.ingest_column.empty() &&
-        table.schema->GetFieldIndex(contract.ingest_column) >= 0) {
-      order.push_back(contract.ingest_column);
-    }
-    answer["dedup"] = {{"keys", keys},
-                       {"order", order},
-                       {"groups", json::array({group})},
-                       {"keep", pinned.dedup ? "last" : "all"}};
-  }
-  return answer.dump();
+  // One group of every file, merged in (series…, time, insertion, commit)
+  // order; tables without a time column are read as they are.
+  const bool merge = table.contract.time_column && !files.empty();
+  std::vector<int32_t> group(files.size(), merge ? 0 : -1);
+  const MergeSpec spec =
+      merge ? MergeSpecOf(table, /*keep_all=*/!pinned.dedup) : MergeSpec{};
+  return PlanBatch(table, files, group, merge ? &spec : nullptr);
 }
 
 TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake,
@@ -339,31 +375,31 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto state = Load(ctx, schema, table);
     if (!state.ok()) return Fail(out, state.status());
-    if (ctx->pinned != nullptr && *state == ctx->pinned->table) {
-      Write(out, PlanPinnedScan(*ctx->pinned));
-      return kFound;
-    }
-    if (auto want = LastValuesRequest(request)) {
-      // The index rows themselves, moved to the engine as Arrow C data (its
-      // buffers stay shared with the lake's cache; no copy).
-      auto rows = LastValueRows(**state, *want);
-      if (rows == nullptr) {
-        Write(out, R"({"files":null})");
-        return kFound;
-      }
+    // Both answers are rows moved to the engine as Arrow C data; an index
+    // batch's buffers stay shared with the lake's cache (no copy).
+    auto send = [out](const std::shared_ptr<arrow::RecordBatch>& rows) -> int {
       struct ArrowSchema c_schema;
       struct ArrowArray c_array;
       auto st = arrow::ExportRecordBatch(*rows, &c_array, &c_schema);
       if (!st.ok()) return Fail(out, st);
       tl_sink_set_batch(out, &c_schema, &c_array);
       return kFound;
+    };
+    if (ctx->pinned != nullptr && *state == ctx->pinned->table) {
+      auto plan = PlanPinnedScan(*ctx->pinned);
+      if (!plan.ok()) return Fail(out, plan.status());
+      return send(*plan);
+    }
+    if (auto want = LastValuesRequest(request)) {
+      // No batch: the index does not answer this request.
+      auto rows = LastValueRows(**state, *want);
+      return rows == nullptr ? kFound : send(rows);
     }
     ScanStats stats;
     auto plan = PlanScan(**state, request ? request : "{}", &stats);
     if (!plan.ok()) return Fail(out, plan.status());
     if (ctx->log != nullptr) ctx->log->Add(std::move(stats));
-    Write(out, *plan);
-    return kFound;
+    return send(*plan);
   };
   cb.describe_settings = [](void*, TlSink* out) -> int {
     json list = json::array();

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <arrow/record_batch.h>
+
 #include "timelake/format/manifest.h"
 #include "timelake/state/state.h"
 #include "timelake_platform.h"
@@ -42,13 +44,13 @@ class ScanLog {
   std::vector<ScanStats> scans_;
 };
 
-// The answer to a plan_scan request (see timelake_platform.h): the files of
-// the current snapshot that may match the request's filters, newest first,
-// and the groups of them that dedup on read merges. Errors: kCorrupt,
-// kStorage, kInvalid (a bad setting value).
-arrow::Result<std::string> PlanScan(const internal::TableState& table,
-                                    std::string_view request_json,
-                                    ScanStats* stats = nullptr);
+// The answer to a plan_scan request (a batch as timelake_platform.h lays it
+// out): the files of the current snapshot that may match the request's
+// filters, newest first, and the groups of them that dedup on read merges.
+// Errors: kCorrupt, kStorage, kInvalid (a bad setting value).
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
+    const internal::TableState& table, std::string_view request_json,
+    ScanStats* stats = nullptr);
 
 // Checks `SET timelake.<name> = value` against the settings registry.
 // Errors: kInvalid naming the setting.
@@ -64,8 +66,10 @@ struct PinnedScan {
   bool dedup = false;
 };
 
-// The plan_scan answer of a pinned scan (format in timelake_platform.h).
-std::string PlanPinnedScan(const PinnedScan& pinned);
+// The plan_scan answer of a pinned scan (a batch as timelake_platform.h
+// lays it out): every file in one merge group.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanPinnedScan(
+    const PinnedScan& pinned);
 
 // Callbacks for tl_session_new over `lake`; scans are recorded in `log`
 // when given; with `pinned`, its table is read as PinnedScan says. The
