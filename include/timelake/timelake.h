@@ -289,8 +289,9 @@ class Lake {
 class Table {
  public:
   const TableName& name() const;
-  // Table location URL.
-  const std::string& location() const;
+  // Table location URL: the one its metadata records, or where it is found
+  // when it was copied or moved here from that location.
+  std::string location() const;
   // The metadata version number N of v<N>.metadata.json.
   int64_t version() const;
   std::optional<int64_t> current_snapshot_id() const;

@@ -33,7 +33,7 @@ void DeleteQuietly(const storage::Store& store, const std::vector<std::string>& 
 }  // namespace
 
 const TableName& Table::name() const { return state_->name; }
-const std::string& Table::location() const { return state_->metadata.location; }
+std::string Table::location() const { return internal::LocationOf(*state_); }
 int64_t Table::version() const { return state_->version; }
 std::optional<int64_t> Table::current_snapshot_id() const {
   return state_->metadata.current_snapshot_id;
@@ -51,7 +51,7 @@ TableInfo Table::Info() const {
   TableInfo info;
   const auto& m = state_->metadata;
   info.name = state_->name.ToString();
-  info.location = m.location;
+  info.location = internal::LocationOf(*state_);
   info.version = state_->version;
   info.snapshot_id = m.current_snapshot_id;
   info.time_column = state_->contract.time_column;

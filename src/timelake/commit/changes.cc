@@ -68,7 +68,7 @@ arrow::Result<std::optional<format::TableMetadata>> AppendChange::Rebase(
   manifests.push_back(std::move(*new_manifest));
   const format::Snapshot* parent = bm.CurrentSnapshot();
   if (parent) {
-    TIMELAKE_ASSIGN_OR_RAISE(auto carried, LiveManifestsOf(lake, *parent, context_));
+    TIMELAKE_ASSIGN_OR_RAISE(auto carried, LiveManifestsOf(base, *parent, context_));
     for (auto& m : carried) manifests.push_back(std::move(m));
   }
   auto list_bytes = format::WriteManifestList(
@@ -122,7 +122,7 @@ arrow::Result<std::optional<format::TableMetadata>> AppendChange::Rebase(
     }
     std::shared_ptr<arrow::RecordBatch> previous;
     if (parent_lvi) {
-      auto read = internal::ReadLvi(lake, *parent_lvi, *base.schema);
+      auto read = internal::ReadLvi(base, *parent_lvi);
       known = read.ok();
       if (read.ok()) previous = *read;
     }

@@ -136,12 +136,12 @@ void WriteHeadAsync(std::shared_ptr<const internal::TableState> state) {
     int64_t budget = inline_limit;
     if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
       if (auto uri = internal::LviUri(*snapshot)) {
-        auto index = internal::ReadLvi(*state->lake, *uri, *state->schema);
+        auto index = internal::ReadLvi(*state, *uri);
         if (!index.ok()) return;  // without its index the head would mislead
         // Inlined while it fits in head-inline-bytes; a bigger index stays in
         // its own file (the head then plans scans, `latest` reads the file).
         // The index file's size (compressed Parquet) is what must fit.
-        auto key = state->lake->store->KeyOf(*uri);
+        auto key = internal::KeyOf(*state, *uri);
         auto bytes = key.ok()
                          ? internal::GetImmutable(*state->lake, *key)
                          : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
@@ -229,12 +229,11 @@ format::ManifestWriteOptions ManifestOptionsOf(const internal::TableState& base)
 }
 
 arrow::Result<std::vector<format::ManifestFile>> LiveManifestsOf(
-    internal::LakeState& lake, const format::Snapshot& snapshot,
+    const internal::TableState& table, const format::Snapshot& snapshot,
     const std::string& context) {
-  const auto& store = *lake.store;
-  auto list_key = store.KeyOf(snapshot.manifest_list);
+  auto list_key = internal::KeyOf(table, snapshot.manifest_list);
   auto bytes = list_key.ok()
-                   ? internal::GetImmutable(lake, *list_key)
+                   ? internal::GetImmutable(*table.lake, *list_key)
                    : arrow::Result<std::shared_ptr<arrow::Buffer>>(list_key.status());
   if (!bytes.ok()) {
     return WithContext(bytes.status(), context +

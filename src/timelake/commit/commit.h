@@ -146,7 +146,7 @@ inline bool HasLiveFiles(const format::ManifestFile& m) {
 // compaction's record of what it replaced, belongs to its own snapshot).
 // Errors: kCorrupt, kStorage.
 arrow::Result<std::vector<format::ManifestFile>> LiveManifestsOf(
-    internal::LakeState& lake, const format::Snapshot& snapshot,
+    const internal::TableState& table, const format::Snapshot& snapshot,
     const std::string& context);
 
 // A new manifest list key of the table for `snapshot_id`'s attempt

@@ -124,7 +124,7 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
   }
   const int64_t seq = bm.last_sequence_number + 1;
   TIMELAKE_ASSIGN_OR_RAISE(auto parent_manifests,
-                           commit::LiveManifestsOf(lake, *parent, context));
+                           commit::LiveManifestsOf(base, *parent, context));
   // Manifests that list none of the removed files stay as they are; the
   // others are rewritten: their other live files as EXISTING entries, the
   // removed ones as DELETED entries of the new snapshot.
@@ -135,7 +135,7 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
       return Unsupported(context + ": manifest " + m.manifest_path +
                          " lists delete files");
     }
-    TIMELAKE_ASSIGN_OR_RAISE(auto key, store.KeyOf(m.manifest_path));
+    TIMELAKE_ASSIGN_OR_RAISE(auto key, KeyOf(base, m.manifest_path));
     auto bytes = GetImmutable(lake, key);
     if (!bytes.ok()) return WithContext(bytes.status(), context);
     auto contents = format::ReadManifest(AsView(**bytes));
@@ -146,7 +146,7 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
     bool touched = false;
     for (const auto& e : contents->entries) {
       if (e.status == format::kEntryDeleted) continue;
-      auto k = store.KeyOf(e.data_file.file_path);
+      auto k = KeyOf(base, e.data_file.file_path);
       if (k.ok() && removed_keys_.count(*k)) touched = true;
     }
     if (!touched) {
@@ -159,7 +159,7 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
     }
     for (auto& e : contents->entries) {
       if (e.status == format::kEntryDeleted) continue;
-      auto k = store.KeyOf(e.data_file.file_path);
+      auto k = KeyOf(base, e.data_file.file_path);
       if (k.ok() && removed_keys_.count(*k)) {
         e.status = format::kEntryDeleted;
         e.snapshot_id = snapshot_id;
@@ -309,7 +309,7 @@ arrow::Result<std::shared_ptr<const TableState>> RunRetention(
   const auto* snapshot = table->metadata.CurrentSnapshot();
   change.drop_index = true;
   if (auto uri = snapshot ? LviUri(*snapshot) : std::nullopt) {
-    auto index = ReadLvi(*table->lake, *uri, *table->schema);
+    auto index = ReadLvi(*table, *uri);
     if (index.ok()) {
       TIMELAKE_RETURN_NOT_OK(EnsureCompute());
       const auto& time = (*index)->GetColumnByName(*table->contract.time_column);
@@ -417,28 +417,29 @@ struct References {
   std::unordered_set<std::string> lists, manifests, indexes, data;
 };
 
-arrow::Status CollectReferences(LakeState& lake, const format::TableMetadata& metadata,
+arrow::Status CollectReferences(const TableState& table,
+                                const format::TableMetadata& metadata,
                                 const std::unordered_set<int64_t>& ids, bool live_only,
                                 References* out) {
-  const auto& store = *lake.store;
+  auto& lake = *table.lake;
   for (const auto& s : metadata.snapshots) {
     if (!ids.count(s.snapshot_id)) continue;
-    TIMELAKE_ASSIGN_OR_RAISE(auto list_key, store.KeyOf(s.manifest_list));
+    TIMELAKE_ASSIGN_OR_RAISE(auto list_key, KeyOf(table, s.manifest_list));
     if (auto uri = LviUri(s)) {
-      if (auto k = store.KeyOf(*uri); k.ok()) out->indexes.insert(*k);
+      if (auto k = KeyOf(table, *uri); k.ok()) out->indexes.insert(*k);
     }
     if (!out->lists.insert(list_key).second) continue;
     TIMELAKE_ASSIGN_OR_RAISE(auto list_bytes, GetImmutable(lake, list_key));
     TIMELAKE_ASSIGN_OR_RAISE(auto manifests,
                              format::ReadManifestList(AsView(*list_bytes)));
     for (const auto& m : manifests) {
-      TIMELAKE_ASSIGN_OR_RAISE(auto key, store.KeyOf(m.manifest_path));
+      TIMELAKE_ASSIGN_OR_RAISE(auto key, KeyOf(table, m.manifest_path));
       if (!out->manifests.insert(key).second) continue;
       TIMELAKE_ASSIGN_OR_RAISE(auto bytes, GetImmutable(lake, key));
       TIMELAKE_ASSIGN_OR_RAISE(auto contents, format::ReadManifest(AsView(*bytes)));
       for (const auto& e : contents.entries) {
         if (live_only && e.status == format::kEntryDeleted) continue;
-        TIMELAKE_ASSIGN_OR_RAISE(auto k, store.KeyOf(e.data_file.file_path));
+        TIMELAKE_ASSIGN_OR_RAISE(auto k, KeyOf(table, e.data_file.file_path));
         out->data.insert(std::move(k));
       }
     }
@@ -562,9 +563,9 @@ arrow::Result<std::shared_ptr<const TableState>> RunExpiry(
   References old_refs, live_refs;
   const std::unordered_set<int64_t> gone(expired.begin(), expired.end());
   TIMELAKE_RETURN_NOT_OK(WithContext(
-      CollectReferences(lake, before, gone, /*live_only=*/false, &old_refs), context));
+      CollectReferences(*table, before, gone, /*live_only=*/false, &old_refs), context));
   TIMELAKE_RETURN_NOT_OK(
-      WithContext(CollectReferences(lake, table->metadata, AllIds(table->metadata),
+      WithContext(CollectReferences(*table, table->metadata, AllIds(table->metadata),
                                     /*live_only=*/true, &live_refs),
                   context));
   int64_t deleted = 0;
@@ -592,7 +593,7 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
   const std::string context = "sweeping orphan files of " + table.name.ToString();
   References refs;
   TIMELAKE_RETURN_NOT_OK(
-      WithContext(CollectReferences(lake, table.metadata, AllIds(table.metadata),
+      WithContext(CollectReferences(table, table.metadata, AllIds(table.metadata),
                                     /*live_only=*/true, &refs),
                   context));
   const int64_t cutoff = ToMillis(lake.clock->Now()) - age.count();
@@ -605,7 +606,8 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
     for (const auto& e : *log) {
       if (e.is_object() && e.contains("metadata-file") &&
           e["metadata-file"].is_string()) {
-        logged.insert(e["metadata-file"].get<std::string>());
+        const auto uri = e["metadata-file"].get<std::string>();
+        logged.insert(KeyOf(table, uri).ValueOr(uri));
       }
     }
   }
@@ -622,7 +624,7 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
         // takes itself back (versions::TryCommit).
         if (name == "version-hint.text" || name == "timelake-head") continue;
         if (auto v = versions::VersionOfFileName(name)) {
-          if (*v + kKeepVersions <= table.version && !logged.count(store.Uri(o.key))) {
+          if (*v + kKeepVersions <= table.version && !logged.count(o.key)) {
             old_versions.push_back({*v, o.key});
           }
           continue;

@@ -304,7 +304,7 @@ arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(
   }
   if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
     if (auto uri = internal::LviUri(*snapshot)) {
-      auto index = internal::ReadLvi(*state_->lake, *uri, *state->schema);
+      auto index = internal::ReadLvi(*state, *uri);
       if (index.ok()) {
         auto table = arrow::Table::FromRecordBatches(state->schema, {*index});
         if (table.ok()) return *table;

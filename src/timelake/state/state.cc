@@ -47,6 +47,16 @@ std::array<int, 3> ParseSemver(const std::string& text) {
 
 }  // namespace
 
+arrow::Result<std::string> KeyOf(const TableState& table, std::string_view uri) {
+  return table.lake->store->TableKeyOf(uri, table.table_key, table.metadata.location);
+}
+
+std::string LocationOf(const TableState& table) {
+  const auto& store = *table.lake->store;
+  if (store.KeyOf(table.metadata.location).ok()) return table.metadata.location;
+  return store.Uri(table.table_key);
+}
+
 arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
     std::string metadata_key, format::TableMetadata metadata) {
@@ -97,19 +107,19 @@ std::shared_ptr<const TableState> FromHead(
   auto metadata =
       format::TableMetadata::Parse(head->metadata_json, store.Uri(version.key));
   if (!metadata.ok()) return nullptr;
-  auto files = std::make_shared<std::vector<format::LiveFile>>(std::move(head->files));
-  for (auto& f : *files) {
-    auto key = store.KeyOf(f.data_file.file_path);
-    if (!key.ok()) return nullptr;
-    f.key = *key;
-  }
   auto made =
       MakeTableState(lake, name, version.number, version.key, std::move(*metadata));
   if (!made.ok()) return nullptr;
+  auto files = std::make_shared<std::vector<format::LiveFile>>(std::move(head->files));
+  for (auto& f : *files) {
+    auto key = KeyOf(**made, f.data_file.file_path);
+    if (!key.ok()) return nullptr;
+    f.key = *key;
+  }
   // Footers the head carries: for the scans of this lake (read/catalog.cc)
   // and for the heads it writes next.
   for (auto& [file_uri, blob] : head->footers) {
-    if (auto key = store.KeyOf(file_uri); key.ok())
+    if (auto key = KeyOf(**made, file_uri); key.ok())
       lake->footers.Put(*key, std::move(blob));
   }
   auto state = std::make_shared<TableState>(**made);
@@ -192,10 +202,9 @@ arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& tab
   std::vector<format::LiveFile> out;
   const auto* snapshot = table.metadata.CurrentSnapshot();
   if (snapshot == nullptr) return out;
-  const auto& store = *table.lake->store;
   const std::string context = "planning a scan of " + table.name.ToString() +
                               " snapshot " + std::to_string(snapshot->snapshot_id);
-  TIMELAKE_ASSIGN_OR_RAISE(auto list_key, store.KeyOf(snapshot->manifest_list));
+  TIMELAKE_ASSIGN_OR_RAISE(auto list_key, KeyOf(table, snapshot->manifest_list));
   auto list_bytes = GetImmutable(*table.lake, list_key);
   if (!list_bytes.ok()) return WithContext(list_bytes.status(), context);
   auto manifests = format::ReadManifestList(AsView(**list_bytes));
@@ -209,7 +218,7 @@ arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& tab
       return Unsupported(context + ": manifest " + m.manifest_path +
                          " lists delete files (row-level deletes are not supported yet)");
     }
-    TIMELAKE_ASSIGN_OR_RAISE(auto key, store.KeyOf(m.manifest_path));
+    TIMELAKE_ASSIGN_OR_RAISE(auto key, KeyOf(table, m.manifest_path));
     auto bytes = GetImmutable(*table.lake, key);
     if (!bytes.ok()) return WithContext(bytes.status(), context);
     auto contents = format::ReadManifest(AsView(**bytes));
@@ -219,7 +228,7 @@ arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& tab
     for (const auto& e : contents->entries) {
       if (e.status == 2) continue;  // DELETED
       format::LiveFile f;
-      TIMELAKE_ASSIGN_OR_RAISE(f.key, store.KeyOf(e.data_file.file_path));
+      TIMELAKE_ASSIGN_OR_RAISE(f.key, KeyOf(table, e.data_file.file_path));
       f.sequence_number = e.sequence_number ? e.sequence_number : m.sequence_number;
       f.snapshot_id = e.snapshot_id.value_or(m.added_snapshot_id);
       f.file_sequence_number = e.file_sequence_number.value_or(m.sequence_number);
@@ -253,10 +262,12 @@ void KeepIndex(LakeState& lake, const std::string& key,
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
-    LakeState& lake, const std::string& uri, const arrow::Schema& table_schema) {
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(const TableState& state,
+                                                           const std::string& uri) {
+  auto& lake = *state.lake;
+  const arrow::Schema& table_schema = *state.schema;
   const std::string context = "reading the last-value index " + uri;
-  TIMELAKE_ASSIGN_OR_RAISE(auto key, lake.store->KeyOf(uri));
+  TIMELAKE_ASSIGN_OR_RAISE(auto key, KeyOf(state, uri));
   // Indexes are immutable: a decoded one is reused while the table schema
   // is the same (warm `latest` then decodes nothing).
   if (auto cached = CachedIndex(lake, key, table_schema)) return cached;
@@ -287,7 +298,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadCurrentLvi(
   auto& lake = *table.lake;
   if (table.head_last_values != nullptr) {
     // The head's copy holds the same rows as the file it names.
-    const std::string key = lake.store->KeyOf(*uri).ValueOr(*uri);
+    const std::string key = KeyOf(table, *uri).ValueOr(*uri);
     if (auto cached = CachedIndex(lake, key, *table.schema)) return cached;
     auto aligned = AlignBatch(*table.head_last_values, *table.schema);
     if (aligned.ok()) {
@@ -295,7 +306,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadCurrentLvi(
       return *aligned;
     }
   }
-  return ReadLvi(lake, *uri, *table.schema);
+  return ReadLvi(table, *uri);
 }
 
 // The write layout of a table. The partitioning comes from the partition

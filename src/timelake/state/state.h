@@ -121,6 +121,15 @@ inline std::string TableKey(const TableName& name) {
   return name.ns() + "/" + name.name();
 }
 
+// The key of `uri`, a file of `table` (a manifest list, manifest, data file
+// or index): Store::TableKeyOf, so that a table copied or moved with its
+// warehouse reads its own files where it is found. Errors: kInvalid.
+arrow::Result<std::string> KeyOf(const TableState& table, std::string_view uri);
+
+// The table's location: the one its metadata records while that lies in the
+// warehouse, else (copied or moved here) where the table is found.
+std::string LocationOf(const TableState& table);
+
 // Builds the state of a loaded version (schema conversion, contract parsing,
 // format version check). Errors: kCorrupt, kUnsupported.
 arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
@@ -147,13 +156,13 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableStateForRead(
 // (delete files), kStorage.
 arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table);
 
-// Reads a last-value index (write/lvi.h) and aligns it to `table_schema` (an
-// index written before a schema change lacks the new columns: they read as
-// nulls), through the lake's object cache and its cache of decoded indexes
-// (indexes are immutable). Errors: kNotFound, kCorrupt naming the file,
-// kStorage.
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(
-    LakeState& lake, const std::string& uri, const arrow::Schema& table_schema);
+// Reads a last-value index of `table` (write/lvi.h) and aligns it to the
+// table's schema (an index written before a schema change lacks the new
+// columns: they read as nulls), through the lake's object cache and its
+// cache of decoded indexes (indexes are immutable). Errors: kNotFound,
+// kCorrupt naming the file, kStorage.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(const TableState& table,
+                                                           const std::string& uri);
 
 // The rows of the current snapshot's last-value index in the table schema:
 // the head's copy when the version was loaded through a head, else the index

@@ -173,6 +173,26 @@ arrow::Result<std::string> Store::KeyOf(std::string_view uri) const {
                  root_url_);
 }
 
+arrow::Result<std::string> Store::TableKeyOf(std::string_view uri,
+                                             std::string_view table_key,
+                                             std::string_view recorded) const {
+  auto key = KeyOf(uri);
+  if (key.ok() || table_key.empty()) return key;
+  while (!recorded.empty() && recorded.back() == '/') recorded.remove_suffix(1);
+  if (!recorded.empty() && uri.size() > recorded.size() + 1 &&
+      uri.substr(0, recorded.size()) == recorded && uri[recorded.size()] == '/') {
+    return std::string(table_key) + std::string(uri.substr(recorded.size()));
+  }
+  // Moved again after commits made at the copy: files under the root the
+  // table was at then, at the same place relative to it.
+  const std::string marker = "/" + std::string(table_key) + "/";
+  if (auto at = uri.find(marker);
+      at != std::string_view::npos && at > 0 && uri.size() > at + marker.size()) {
+    return std::string(uri.substr(at + 1));
+  }
+  return key;
+}
+
 arrow::Result<std::shared_ptr<arrow::Buffer>> Store::Get(std::string_view key) const {
   const std::string k(key);
   TlBytes bytes{nullptr, 0};

@@ -62,6 +62,14 @@ class Store {
   // The key of an absolute URI (or of a key given as is), or kInvalid when the
   // URI lies outside the warehouse.
   arrow::Result<std::string> KeyOf(std::string_view uri) const;
+  // The key of `uri`, a file of the table found at `table_key` whose
+  // metadata records the location `recorded`: KeyOf(uri) when that lies in
+  // the warehouse (other engines' absolute paths stay valid where they are);
+  // else, for a table copied or moved here, the same file below where the
+  // table is found: `uri` below `recorded`, or below another root at the
+  // same relative path (".../<table_key>/..."). Errors: kInvalid, as KeyOf.
+  arrow::Result<std::string> TableKeyOf(std::string_view uri, std::string_view table_key,
+                                        std::string_view recorded) const;
 
   // Errors: kNotFound when absent, kStorage.
   arrow::Result<std::shared_ptr<arrow::Buffer>> Get(std::string_view key) const;

@@ -103,6 +103,34 @@ TEST_P(StoreConformance, RootAndUris) {
   EXPECT_EQ(KindOf(store_->KeyOf("s3://elsewhere/x").status()), ErrorKind::kInvalid);
 }
 
+TEST_P(StoreConformance, TableFilesOfACopyResolveWhereItIsFound) {
+  const std::string here = store_->Uri("ns/t");
+  const std::string old = "s3://old-bucket/wh/ns/renamed";
+  // In the warehouse: the path as recorded, even when the table's metadata
+  // records another place (other engines' absolute paths stay valid).
+  TL_ASSERT_OK_AND_ASSIGN(auto key,
+                          store_->TableKeyOf(here + "/data/a.parquet", "ns/t", old));
+  EXPECT_EQ(key, "ns/t/data/a.parquet");
+  TL_ASSERT_OK_AND_ASSIGN(
+      key, store_->TableKeyOf(store_->Uri("ns/u/data/b.parquet"), "ns/t", here));
+  EXPECT_EQ(key, "ns/u/data/b.parquet");
+  // Below the recorded location of a table copied here (renamed, too).
+  TL_ASSERT_OK_AND_ASSIGN(
+      key, store_->TableKeyOf(old + "/metadata/snap-1.avro", "ns/t", old + "/"));
+  EXPECT_EQ(key, "ns/t/metadata/snap-1.avro");
+  // Below another root at the same relative path (moved twice).
+  TL_ASSERT_OK_AND_ASSIGN(
+      key, store_->TableKeyOf("file:///mnt/wh2/ns/t/data/d=1/c.parquet", "ns/t", old));
+  EXPECT_EQ(key, "ns/t/data/d=1/c.parquet");
+  // Anything else stays outside the warehouse.
+  const std::vector<std::string> outside = {
+      "s3://elsewhere/x", "s3://old-bucket/wh/ns/other/x", "file:///mnt/ns/t", old};
+  for (const auto& uri : outside) {
+    EXPECT_EQ(KindOf(store_->TableKeyOf(uri, "ns/t", old).status()), ErrorKind::kInvalid)
+        << uri;
+  }
+}
+
 TEST_P(StoreConformance, PutGetOverwrite) {
   TL_ASSERT_OK(store_->Put("a/b/one.json", "hello world"));
   TL_ASSERT_OK_AND_ASSIGN(auto got, store_->Get("a/b/one.json"));
