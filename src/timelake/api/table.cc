@@ -25,6 +25,12 @@ std::chrono::microseconds Since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
 }
 
+arrow::Status WritableFormat(const internal::TableState& table) {
+  return internal::CheckFormatVersion(table.name.ToString(),
+                                      internal::FormatVersionOf(table.metadata),
+                                      internal::FormatAccess::kWrite);
+}
+
 // Removes what an append wrote when it will not be committed.
 void DeleteQuietly(const storage::Store& store, const std::vector<std::string>& keys) {
   for (const auto& k : keys) (void)store.Delete(k);
@@ -121,6 +127,8 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     }
   }
 
+  // Refused before any file is written (the commit asks again).
+  TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*base), context));
   const auto now = state_->lake->clock->Now();
   auto layout = internal::LayoutOf(*base);
   if (!layout.ok()) return layout.status();
@@ -222,6 +230,10 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
   // Plans on the newest version, not this handle's.
   TIMELAKE_ASSIGN_OR_RAISE(auto table,
                            internal::LoadTableState(state_->lake, state_->name));
+  // Not even the sweep of unreferenced files (a newer format may reference
+  // files in ways this build does not know).
+  TIMELAKE_RETURN_NOT_OK(
+      WithContext(WritableFormat(*table), "maintaining " + table->name.ToString()));
   TIMELAKE_ASSIGN_OR_RAISE(auto rules, internal::RulesOf(*table));
   if (options.retention) {
     TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunRetention(table, rules, step, &report));

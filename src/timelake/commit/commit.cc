@@ -61,6 +61,16 @@ arrow::Result<CommitOutcome> Commit(std::shared_ptr<const internal::TableState> 
       DeleteQuietly(store, lost);
       lost.clear();
     }
+    // Every write asks the format rule of the version it builds on (a newer
+    // Timelake may have committed since the last attempt).
+    auto allowed = internal::CheckFormatVersion(base->name.ToString(),
+                                                internal::FormatVersionOf(base->metadata),
+                                                internal::FormatAccess::kWrite);
+    if (!allowed.ok()) {
+      DeleteQuietly(store, lost);
+      change->Abandon();
+      return WithContext(allowed, options.context);
+    }
     Attempt attempt;
     attempt.number = number;
     auto next = change->Rebase(*base, &attempt);

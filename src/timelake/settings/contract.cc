@@ -5,7 +5,9 @@
 #include "timelake/settings.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <charconv>
 
 namespace timelake::internal {
 
@@ -166,6 +168,58 @@ arrow::Result<std::map<std::string, std::string>> NewTableProperties(
   // Validate the result as a whole (value formats).
   TIMELAKE_RETURN_NOT_OK(ParseContract(props).status());
   return props;
+}
+
+namespace {
+
+// "MAJOR.MINOR.PATCH" (decimal, no sign), or nullopt.
+std::optional<std::array<int, 3>> ParseSemver(std::string_view text) {
+  std::array<int, 3> v{};
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0) {
+      if (p == end || *p != '.') return std::nullopt;
+      ++p;
+    }
+    auto [next, ec] = std::from_chars(p, end, v[i]);
+    if (ec != std::errc() || next == p || v[i] < 0) return std::nullopt;
+    p = next;
+  }
+  if (p != end) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+arrow::Status CheckFormatVersion(std::string_view table, std::string_view theirs,
+                                 FormatAccess access, std::string_view ours) {
+  const std::string_view given = theirs.empty() ? "0.1.0" : theirs;
+  const auto t = ParseSemver(given);
+  if (!t) {
+    return MakeError(ErrorKind::kCorrupt,
+                     "table " + std::string(table) + " has an unreadable " +
+                         property::kFormatVersion + " '" + std::string(theirs) +
+                         "' (expected MAJOR.MINOR.PATCH)");
+  }
+  const auto o = ParseSemver(ours);
+  if (!o) return Invalid("this build's format version '" + std::string(ours) + "'");
+  // Before 1.0 the minor is what breaks compatibility.
+  const bool newer_major =
+      (*t)[0] > (*o)[0] || ((*o)[0] == 0 && (*t)[0] == 0 && (*t)[1] > (*o)[1]);
+  const bool newer_minor = (*t)[0] == (*o)[0] && (*t)[1] > (*o)[1];
+  const std::string what = "table " + std::string(table) + " has Timelake format " +
+                           std::string(given) + ", written by a newer Timelake than " +
+                           "this build (format " + std::string(ours) + ")";
+  if (newer_major) {
+    return Unsupported(what + ", which cannot read it: upgrade Timelake");
+  }
+  if (newer_minor && access == FormatAccess::kWrite) {
+    return Unsupported(what +
+                       ", which reads it but does not write it: upgrade "
+                       "Timelake to write to it");
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace timelake::internal

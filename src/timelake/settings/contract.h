@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <parquet/types.h>
@@ -55,6 +56,19 @@ arrow::Result<std::map<std::string, std::string>> NewTableProperties(
 // kInvalid for unknown `timelake.*` keys and for ones fixed at create or
 // managed by Timelake.
 arrow::Result<std::string> AlterableKey(const std::string& key);
+
+// What a build of format `ours` may do with a table of format `theirs` (the
+// table's timelake.format-version; empty for an untagged table, which counts
+// as 0.1.0). Semver: an older or equal format, or a newer patch, is read and
+// written; a newer minor is read but not written (from 1.0; before 1.0 a
+// newer minor counts as a newer major); a newer major is neither. Every
+// entry point that opens a table for reading or writing asks this.
+enum class FormatAccess { kRead, kWrite };
+// Errors: kUnsupported naming the table, both formats and what to do;
+// kCorrupt for a version that is not MAJOR.MINOR.PATCH.
+arrow::Status CheckFormatVersion(std::string_view table, std::string_view theirs,
+                                 FormatAccess access,
+                                 std::string_view ours = kFormatVersion);
 
 // "a,b" <-> {"a","b"}.
 std::vector<std::string> SplitList(const std::string& text);

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +15,60 @@
 
 namespace timelake::settings {
 namespace {
+
+// The format-version rule (settings/contract.h), for a build of format
+// `ours`: each case for reading and for writing, with its message.
+TEST(FormatVersionTest, PatchMinorMajorAndUntagged) {
+  using internal::CheckFormatVersion;
+  using internal::FormatAccess;
+  struct Case {
+    std::string ours, theirs;
+    bool read, write;
+  };
+  const std::vector<Case> cases = {
+      {"1.2.3", "1.2.3", true, true},    // the same
+      {"1.2.3", "1.2.9", true, true},    // a newer patch
+      {"1.2.3", "1.1.7", true, true},    // older
+      {"1.2.3", "0.9.0", true, true},    // an older major
+      {"1.2.3", "", true, true},         // untagged: 0.1.0
+      {"1.2.3", "1.3.0", true, false},   // a newer minor: read only
+      {"1.2.3", "2.0.0", false, false},  // a newer major
+      {"0.3.0", "0.3.4", true, true},    // before 1.0, a newer patch
+      {"0.3.0", "0.4.0", false, false},  // before 1.0 a newer minor breaks
+      {"0.3.0", "1.0.0", false, false}, {"0.3.0", "", true, true},
+      {"0.1.0", "", true, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.theirs + " read by " + c.ours);
+    const auto read = CheckFormatVersion("ns.t", c.theirs, FormatAccess::kRead, c.ours);
+    const auto write = CheckFormatVersion("ns.t", c.theirs, FormatAccess::kWrite, c.ours);
+    EXPECT_EQ(read.ok(), c.read) << read.ToString();
+    EXPECT_EQ(write.ok(), c.write) << write.ToString();
+    const std::string shown = c.theirs.empty() ? "0.1.0" : c.theirs;
+    const std::string prefix = "table ns.t has Timelake format " + shown +
+                               ", written by a newer Timelake than this build (format " +
+                               c.ours + "), which ";
+    if (!c.read) {
+      EXPECT_EQ(KindOf(read), ErrorKind::kUnsupported);
+      EXPECT_EQ(read.message(), prefix + "cannot read it: upgrade Timelake");
+    }
+    if (c.read && !c.write) {
+      EXPECT_EQ(KindOf(write), ErrorKind::kUnsupported);
+      EXPECT_EQ(write.message(), prefix +
+                                     "reads it but does not write it: upgrade Timelake "
+                                     "to write to it");
+    }
+    if (!c.read) {
+      EXPECT_EQ(write.message(), read.message());
+    }
+  }
+  for (const std::string bad :
+       {"1", "1.2", "1.2.3.4", "v1.2.3", "1.-2.3", "1.2.x", " 1.2.3"}) {
+    const auto st = CheckFormatVersion("ns.t", bad, FormatAccess::kRead, "1.2.3");
+    EXPECT_EQ(KindOf(st), ErrorKind::kCorrupt) << bad;
+    EXPECT_NE(st.message().find("'" + bad + "'"), std::string::npos) << st.message();
+  }
+}
 
 TEST(SettingsTest, EveryNameIsDeclaredOnceWithADescription) {
   std::set<std::string> names;

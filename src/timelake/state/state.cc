@@ -26,26 +26,10 @@ std::string_view AsView(const arrow::Buffer& b) {
 
 }  // namespace
 
-namespace {
-
-// Parses "MAJOR.MINOR.PATCH"; missing parts are 0.
-std::array<int, 3> ParseSemver(const std::string& text) {
-  std::array<int, 3> v{0, 0, 0};
-  size_t pos = 0;
-  for (int i = 0; i < 3 && pos <= text.size(); ++i) {
-    size_t end = text.find('.', pos);
-    if (end == std::string::npos) end = text.size();
-    try {
-      v[i] = std::stoi(text.substr(pos, end - pos));
-    } catch (...) {
-      v[i] = 0;
-    }
-    pos = end + 1;
-  }
-  return v;
+std::string FormatVersionOf(const format::TableMetadata& metadata) {
+  auto it = metadata.properties.find(property::kFormatVersion);
+  return it == metadata.properties.end() ? "" : it->second;
 }
-
-}  // namespace
 
 arrow::Result<std::string> KeyOf(const TableState& table, std::string_view uri) {
   return table.lake->store->TableKeyOf(uri, table.table_key, table.metadata.location);
@@ -60,16 +44,8 @@ std::string LocationOf(const TableState& table) {
 arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
     std::string metadata_key, format::TableMetadata metadata) {
-  auto it = metadata.properties.find(property::kFormatVersion);
-  if (it != metadata.properties.end()) {
-    const auto theirs = ParseSemver(it->second);
-    const auto ours = ParseSemver(std::string(kFormatVersion));
-    if (theirs[0] > ours[0]) {
-      return Unsupported("table " + name.ToString() + " has Timelake format " +
-                         it->second + ", newer than " + std::string(kFormatVersion) +
-                         " which this build reads: upgrade Timelake");
-    }
-  }
+  TIMELAKE_RETURN_NOT_OK(CheckFormatVersion(name.ToString(), FormatVersionOf(metadata),
+                                            FormatAccess::kRead));
   auto state = std::make_shared<TableState>(name);
   state->lake = std::move(lake);
   state->table_key = TableKey(name);

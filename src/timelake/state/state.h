@@ -130,8 +130,11 @@ arrow::Result<std::string> KeyOf(const TableState& table, std::string_view uri);
 // warehouse, else (copied or moved here) where the table is found.
 std::string LocationOf(const TableState& table);
 
+// The table's timelake.format-version, empty when untagged.
+std::string FormatVersionOf(const format::TableMetadata& metadata);
+
 // Builds the state of a loaded version (schema conversion, contract parsing,
-// format version check). Errors: kCorrupt, kUnsupported.
+// format version check for reading). Errors: kCorrupt, kUnsupported.
 arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
     std::string metadata_key, format::TableMetadata metadata);
