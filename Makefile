@@ -1,9 +1,11 @@
 # Timelake: the top-level driver (as DuckDB's). Every target that needs set-up
 # runs scripts/setup.sh first, which installs what is missing and nothing else.
 #
-#   make            release build (build/release/timelake)
+#   make            release build (build/release/timelake) and the Python package's extension,
+#                   so that `.venv/bin/python -c "import timelake"` works
 #   make demo       the main job: TSBS data into a local warehouse, then queries
-#   make test       every test: the layer check, unit (also under ASAN+UBSAN, as `make asan`), end-to-end, compatibility
+#   make test       every test: the layer check, unit (also under ASAN+UBSAN, as `make asan`), end-to-end, compatibility, Python
+#   make python-test  the Python package's tests (tests/python/)
 #   make debug      debug build
 #   make asan       unit tests under ASAN+UBSAN
 #   make fuzz       every fuzz target under libFuzzer+ASAN+UBSAN for FUZZ_SECONDS each
@@ -23,7 +25,7 @@ DEMO_WAREHOUSE ?= build/demo-warehouse
 DEMO_ARGS ?=
 FUZZ_SECONDS ?= 60
 
-.PHONY: all release debug asan fuzz demo test unit-test rust-test compat-test setup setup-test format clean layers
+.PHONY: all release debug asan fuzz demo test unit-test rust-test compat-test python-dev python-test setup setup-test format clean layers
 
 all: release
 
@@ -36,6 +38,19 @@ setup-test:
 release: setup
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS)
+	@$(MAKE) --no-print-directory python-dev
+
+# `import timelake` in .venv: the release build copies the extension into
+# python/timelake/, and a .pth file puts python/ on the venv's path (written
+# only when it differs).
+python-dev:
+	@site="$$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" && \
+	  { echo "$(CURDIR)/python" | cmp -s - "$$site/timelake-dev.pth" || \
+	    echo "$(CURDIR)/python" > "$$site/timelake-dev.pth"; }
+
+# The Python package's tests (tests/python/), against the release build.
+python-test: release setup-test
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/python
 
 debug: setup
 	@cmake --preset debug >/dev/null
@@ -62,7 +77,7 @@ test: setup-test layers release
 	ctest --preset release -j $(JOBS)
 	@$(MAKE) --no-print-directory asan
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability tests/python
 
 # The sanitizers' run-time options for `make asan` (and so `make test`). Each
 # finding fails its test: ASAN and LSan exit non-zero, and UBSAN aborts (the
@@ -86,7 +101,7 @@ asan: setup
 fuzz:
 	@scripts/setup.sh fuzz
 	@CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DTIMELAKE_LIBFUZZER=ON -DTIMELAKE_BUILD_TESTS=OFF -DTIMELAKE_WERROR=ON >/dev/null
+	  -DTIMELAKE_LIBFUZZER=ON -DTIMELAKE_BUILD_TESTS=OFF -DTIMELAKE_BUILD_PYTHON=OFF -DTIMELAKE_WERROR=ON >/dev/null
 	@cmake --build build/fuzz --target fuzz_targets -j $(JOBS)
 	fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
 

@@ -20,8 +20,16 @@ endif()
 # directory (cmake/CargoBuild.cmake): another clone building at the same time
 # with the same target directory cannot swap its library in.
 set(_rust_lib "${CMAKE_BINARY_DIR}/rust/libtimelake_platform.a")
+# A wheel build (scikit-build-core) exports CC and CXX; the crates' build
+# scripts (zstd-sys, ring, ...) rebuild on any change of them, which would
+# make the wheel build and `make` rebuild DataFusion's dependencies in turn in
+# a shared target directory. Cargo then sees the environment `make` gives it.
+set(_cargo_env "")
+if(SKBUILD)
+  set(_cargo_env ${CMAKE_COMMAND} -E env --unset=CC --unset=CXX)
+endif()
 add_custom_target(timelake_platform_cargo
-  COMMAND ${CMAKE_COMMAND} -DCARGO=${CARGO_EXECUTABLE}
+  COMMAND ${_cargo_env} ${CMAKE_COMMAND} -DCARGO=${CARGO_EXECUTABLE}
           -DCARGO_TARGET_DIR=${TIMELAKE_CARGO_TARGET_DIR}
           -DCRATE_DIR=${CMAKE_SOURCE_DIR}/rust -DOUTPUT=${_rust_lib}
           -P ${CMAKE_SOURCE_DIR}/cmake/CargoBuild.cmake

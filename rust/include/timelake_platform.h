@@ -306,8 +306,9 @@ typedef struct TlCatalogCallbacks {
   // ctx: when it fails, release is called before it returns. May be NULL.
   void (*release)(void* ctx);
   // Optional (NULL: no `timelake.*` session settings). Writes a JSON array
-  // [{"name": "read_dedup", "description": "..."}, ...] of the settings
-  // `SET timelake.<name> = value` may change.
+  // [{"name": "read_dedup", "description": "...", "default": "true"}, ...] of
+  // the settings `SET timelake.<name> = value` may change; `SHOW` gives the
+  // default ("" or absent: none) of a setting the session did not set.
   int (*describe_settings)(void* ctx, TlSink* out);
   // Optional (NULL: every `SET timelake.*` is refused as unknown). Checks
   // `SET timelake.<name> = value` (`name` lower case, '-' as '_'): returns 0

@@ -298,6 +298,9 @@ pub struct ScanAnswer {
 pub struct SettingInfo {
     pub name: String,
     pub description: String,
+    /// The value in force when no session sets it (`None`: the registry
+    /// gives no default).
+    pub default: Option<String>,
 }
 
 impl Callbacks {
@@ -330,6 +333,9 @@ impl Callbacks {
                         Ok(SettingInfo {
                             name: text("name").ok_or_else(invalid)?.to_string(),
                             description: text("description").unwrap_or("").to_string(),
+                            default: text("default")
+                                .filter(|d| !d.is_empty())
+                                .map(str::to_string),
                         })
                     })
                     .collect()

@@ -9,6 +9,8 @@
 //! - [`ffi`]: the `extern "C"` functions themselves; [`stream`] exports
 //!   query results as Arrow C streams.
 //! - [`runtime`]: the crate's tokio runtime and the sync/async bridges.
+//! - [`m4`], [`twm`] (with [`tsargs`]): the time-series aggregates
+//!   `m4`, `time_weighted_mean` and `time_weighted_state`.
 
 pub mod callbacks;
 pub mod catalog;
@@ -19,6 +21,7 @@ pub mod ffi;
 pub mod filters;
 pub mod footers;
 pub mod lastvalue;
+pub mod m4;
 pub mod naming;
 pub mod provider;
 pub mod runtime;
@@ -27,9 +30,13 @@ pub mod settings;
 pub mod store;
 pub mod stream;
 pub mod trace;
+pub mod tsargs;
+pub mod twm;
 
 pub use datafusion;
 pub use object_store;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tsagg_tests;

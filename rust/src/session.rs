@@ -20,11 +20,13 @@ use crate::catalog::TimelakeCatalog;
 use crate::datetrunc::UtcDateTrunc;
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
 use crate::lastvalue::LastValueRewrite;
+use crate::m4::M4;
 use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::redact;
 use crate::store::Store;
 use crate::stream;
+use crate::twm::TimeWeighted;
 
 pub const CATALOG: &str = "timelake";
 pub const DEFAULT_SCHEMA: &str = "default";
@@ -81,6 +83,10 @@ impl Session {
         // Replaces the built-in date_trunc: the same results, fast for the
         // UTC time columns of Timelake tables (crate::datetrunc).
         ctx.register_udf(UtcDateTrunc::udf());
+        // The time-series aggregates (SPEC §6, docs/sql.md).
+        ctx.register_udaf(M4::udaf());
+        ctx.register_udaf(TimeWeighted::mean_udaf());
+        ctx.register_udaf(TimeWeighted::state_udaf());
         ctx.add_optimizer_rule(Arc::new(LastValueRewrite));
         // The same client for scans as for the C API: one connection pool,
         // one retry policy, one trace.

@@ -5,7 +5,8 @@
 //! extension keeps no list of names or ranges of its own. It asks C++ to
 //! check every value (`check_setting`, unknown names included), holds the
 //! values a session set, and hands them to every `plan_scan` request; the
-//! descriptions C++ gives (`describe_settings`) only feed `SHOW ALL`.
+//! descriptions and defaults C++ gives (`describe_settings`) only feed `SHOW`
+//! (a setting no session changed shows its default, the value in force).
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -22,6 +23,7 @@ use crate::callbacks::Callbacks;
 struct Known {
     name: String,
     description: &'static str,
+    default: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +48,7 @@ impl TimelakeOptions {
             known.push(Known {
                 name: info.name,
                 description,
+                default: info.default,
             });
         }
         Ok(Self {
@@ -93,7 +96,7 @@ impl ExtensionOptions for TimelakeOptions {
             .iter()
             .map(|k| ConfigEntry {
                 key: format!("{}.{}", Self::PREFIX, k.name),
-                value: self.values.get(&k.name).cloned(),
+                value: self.values.get(&k.name).or(k.default.as_ref()).cloned(),
                 description: k.description,
             })
             .collect()

@@ -5,8 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <ostream>
+#include <string>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -16,6 +20,7 @@
 #include "timelake/cli/demo.h"
 #include "timelake/cli/util.h"
 #include "timelake/settings.h"
+#include "timelake/status.h"
 
 namespace timelake::cli {
 namespace {
@@ -81,20 +86,24 @@ class SettingsCommand : public Command {
 };
 
 // `timelake demo`: RunDemo with the warehouse of its own -w, else the
-// global one, else ./timelake-demo.
+// global one, else $TIMELAKE_WAREHOUSE (as every other command), else
+// ./timelake-demo.
 class DemoCommand : public Command {
  public:
   void AddOptions(CLI::App* app) override {
-    app->add_option("-w,--warehouse", warehouse_, "Warehouse (default: ./timelake-demo)");
+    app->add_option("-w,--warehouse", warehouse_,
+                    "Warehouse (default: $TIMELAKE_WAREHOUSE, else ./timelake-demo)");
     app->add_option("--hosts", options_.hosts, "Hosts")->capture_default_str();
     app->add_option("--hours", options_.hours, "Hours of data, a row per host every 10 s")
         ->capture_default_str();
   }
 
   arrow::Status Run(const GlobalArgs& global) override {
-    options_.warehouse = !warehouse_.empty()         ? warehouse_
-                         : !global.warehouse.empty() ? global.warehouse
-                                                     : "timelake-demo";
+    const char* env = std::getenv("TIMELAKE_WAREHOUSE");
+    options_.warehouse = !warehouse_.empty()              ? warehouse_
+                         : !global.warehouse.empty()      ? global.warehouse
+                         : env != nullptr && *env != '\0' ? std::string(env)
+                                                          : "timelake-demo";
     ARROW_ASSIGN_OR_RAISE(options_.session_statements, SessionStatements(global.sets));
     return RunDemo(options_, &std::cout);
   }
@@ -134,6 +143,15 @@ constexpr std::array kSubcommands = {
                 true, MakeDemoCommand},
 };
 
+// The local directory `url` names: a path without a scheme, or a file://
+// URL; nullopt for an object store (or memory://).
+std::optional<std::string> LocalPathOf(const std::string& url) {
+  constexpr std::string_view kFile = "file://";
+  if (url.rfind(kFile, 0) == 0) return url.substr(kFile.size());
+  if (url.find("://") == std::string::npos) return url;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::span<const CommandSpec> Subcommands() { return kSubcommands; }
@@ -143,7 +161,7 @@ std::unique_ptr<Command> MakeSettingsCommand() {
 }
 std::unique_ptr<Command> MakeDemoCommand() { return std::make_unique<DemoCommand>(); }
 
-arrow::Result<Lake> OpenLake(const GlobalArgs& global) {
+arrow::Result<Lake> OpenLake(const GlobalArgs& global, WarehouseUse use) {
   std::string url = global.warehouse;
   if (url.empty()) {
     const char* env = std::getenv("TIMELAKE_WAREHOUSE");
@@ -154,6 +172,18 @@ arrow::Result<Lake> OpenLake(const GlobalArgs& global) {
   }
   ARROW_ASSIGN_OR_RAISE(auto options,
                         ParseKeyValues(global.storage_options, "--storage-option"));
+  // The storage client creates a missing local root on open; object stores
+  // have no directories to check (a missing bucket fails on first use).
+  const std::optional<std::string> local = LocalPathOf(url);
+  if (use == WarehouseUse::kExisting && local.has_value()) {
+    std::error_code error;
+    if (!std::filesystem::is_directory(*local, error)) {
+      return NotFound(fmt::format(
+          "no warehouse at {}{} (create, append and demo create one; check -w or "
+          "TIMELAKE_WAREHOUSE)",
+          url, std::filesystem::exists(*local, error) ? ": not a directory" : ""));
+    }
+  }
   return Lake::Open(url, options);
 }
 

@@ -74,10 +74,16 @@ std::span<const CommandSpec> Subcommands();
 
 // --- shared by the commands -------------------------------------------------
 
+// What a command does with its warehouse: only a command that writes tables
+// may create a local warehouse directory that does not exist yet, so a typo
+// in -w of `ls` or `info` is an error instead of an empty answer.
+enum class WarehouseUse { kExisting, kCreate };
+
 // The warehouse of -w (else $TIMELAKE_WAREHOUSE), opened with the storage
 // options. Errors: a usage error when neither names one, a bad
-// --storage-option; those of Lake::Open.
-arrow::Result<Lake> OpenLake(const GlobalArgs& global);
+// --storage-option; NotFound "no warehouse at …" for kExisting and a local
+// path (or file:// URL) that is not a directory; those of Lake::Open.
+arrow::Result<Lake> OpenLake(const GlobalArgs& global, WarehouseUse use);
 
 // `--set timelake.x=y` becomes `SET timelake.x = 'y'` on the query session,
 // the session level of the settings registry (SPEC §4.3). Errors: a usage

@@ -3,9 +3,12 @@
 #include "timelake/cli/committer.h"
 
 #include <iostream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "timelake/cli/output.h"
 
@@ -16,7 +19,14 @@ BatchCommitter::BatchCommitter(Table table, int64_t commit_rows,
     : table_(std::move(table)),
       schema_(table_.schema()),
       commit_rows_(commit_rows),
-      batch_id_(std::move(batch_id)) {}
+      batch_id_(std::move(batch_id)) {
+  const TableInfo info = table_.Info();
+  if (info.dedup && info.time_column.has_value()) {
+    std::vector<std::string> key = info.series_key;
+    key.push_back(*info.time_column);
+    dedup_key_ = fmt::format("({})", fmt::join(key, ", "));
+  }
+}
 
 arrow::Status BatchCommitter::Add(const std::shared_ptr<arrow::RecordBatch>& batch) {
   if (batch->num_rows() == 0) return arrow::Status::OK();
@@ -54,14 +64,17 @@ arrow::Status BatchCommitter::Commit(bool end_of_input) {
   }
   committed_input_rows_ += pending_rows_;
   ARROW_ASSIGN_OR_RAISE(auto appended, table_.Append(pending_, options));
+  const int64_t given = pending_rows_;
   pending_.clear();
   pending_rows_ = 0;
   table_ = std::move(appended.first);
   const AppendResult& result = appended.second;
   if (result.duplicate_batch) {
     ++totals_.duplicate_commits;
+    totals_.skipped_rows += given;
     return arrow::Status::OK();
   }
+  totals_.duplicates_replaced += given - result.rows;
   ++totals_.commits;
   totals_.compactions += result.maintenance.partitions_compacted;
   if (!result.maintenance_error.empty()) {
@@ -77,7 +90,8 @@ arrow::Status BatchCommitter::Commit(bool end_of_input) {
 }
 
 std::string DescribeTotals(std::string_view verb, std::string_view source,
-                           const BatchCommitter::Totals& totals, double seconds) {
+                           const BatchCommitter::Totals& totals, double seconds,
+                           std::string_view dedup_key) {
   const auto plural = [](int64_t n, std::string_view one, std::string_view many) {
     return fmt::format("{} {}", FormatInteger(n), n == 1 ? one : many);
   };
@@ -92,6 +106,15 @@ std::string DescribeTotals(std::string_view verb, std::string_view source,
   }
   if (totals.input_rows != totals.rows) {
     text += fmt::format(" ({} given", FormatInteger(totals.input_rows));
+    if (totals.duplicates_replaced > 0) {
+      text +=
+          dedup_key.empty()
+              ? fmt::format("; {} dropped as duplicates",
+                            plural(totals.duplicates_replaced, "row", "rows"))
+              : fmt::format("; {} of {} replaced",
+                            plural(totals.duplicates_replaced, "duplicate", "duplicates"),
+                            dedup_key);
+    }
     if (totals.duplicate_commits > 0) {
       text += fmt::format("; skipped {} already committed",
                           plural(totals.duplicate_commits, "batch", "batches"));

@@ -32,13 +32,15 @@ namespace timelake::cli {
 class BatchCommitter {
  public:
   struct Totals {
-    int64_t input_rows = 0;         // rows given to Add
-    int64_t rows = 0;               // rows committed (after dedup within each commit)
-    int64_t files = 0;              // data files written
-    int64_t bytes = 0;              // bytes of data files written
-    int64_t commits = 0;            // commits made
-    int64_t duplicate_commits = 0;  // commits skipped: their batch id was seen
-    int64_t compactions = 0;        // partitions compacted by inline maintenance
+    int64_t input_rows = 0;           // rows given to Add
+    int64_t rows = 0;                 // rows committed (after dedup within each commit)
+    int64_t files = 0;                // data files written
+    int64_t bytes = 0;                // bytes of data files written
+    int64_t commits = 0;              // commits made
+    int64_t duplicate_commits = 0;    // commits skipped: their batch id was seen
+    int64_t skipped_rows = 0;         // input rows of the skipped commits
+    int64_t duplicates_replaced = 0;  // rows a later row of the same key replaced
+    int64_t compactions = 0;          // partitions compacted by inline maintenance
   };
 
   BatchCommitter(Table table, int64_t commit_rows, std::optional<std::string> batch_id);
@@ -52,6 +54,9 @@ class BatchCommitter {
 
   // The table as of the last commit.
   const Table& table() const { return table_; }
+  // What makes two rows of the table duplicates, e.g. "(sensor, ts)"; empty
+  // when the table keeps every row.
+  const std::string& dedup_key() const { return dedup_key_; }
   const Totals& totals() const { return totals_; }
   // Rows added and not committed yet.
   int64_t pending_rows() const { return pending_rows_; }
@@ -73,13 +78,18 @@ class BatchCommitter {
   int64_t committed_input_rows_ = 0;  // input rows before the pending ones
   int64_t pending_rows_ = 0;
   std::optional<bool> auto_maintain_;
+  std::string dedup_key_;
   Totals totals_;
 };
 
 // "<verb> 864,000 rows<source> in 1 commit: 1 data file, 5.2 MiB, 2.88 s, 300k
-// rows/s", where `source` is e.g. " from 3 files" or empty.
+// rows/s", where `source` is e.g. " from 3 files" or empty; when fewer rows
+// were committed than given, why: "(4 given; 2 duplicates of (sensor, ts)
+// replaced; skipped 1 batch already committed)". `dedup_key` is the
+// committer's dedup_key().
 std::string DescribeTotals(std::string_view verb, std::string_view source,
-                           const BatchCommitter::Totals& totals, double seconds);
+                           const BatchCommitter::Totals& totals, double seconds,
+                           std::string_view dedup_key = {});
 
 }  // namespace timelake::cli
 

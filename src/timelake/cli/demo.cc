@@ -139,7 +139,9 @@ arrow::Status Ingest(const Lake& lake, const TsbsOptions& tsbs, std::ostream* ou
   }
   ARROW_RETURN_NOT_OK(committer.Flush());
   progress.Finish();
-  *out << DescribeTotals("ingested", "", committer.totals(), SecondsSince(start)) << "\n";
+  *out << DescribeTotals("ingested", "", committer.totals(), SecondsSince(start),
+                         committer.dedup_key())
+       << "\n";
   return arrow::Status::OK();
 }
 

@@ -32,19 +32,30 @@ struct CreateArgs {
   std::vector<std::string> properties;
 
   void AddTo(CLI::App* app) {
-    app->add_option("--time-column", time_column,
-                    "The timestamp column; makes a time-series table");
-    app->add_option("--series-key", series_key,
-                    "Comma-separated columns identifying one series")
-        ->delimiter(',')
-        ->allow_extra_args(false);
-    app->add_option("--chunk", chunk, "Time partition size")
-        ->check(CLI::IsMember({"hour", "day", "month"}))
-        ->capture_default_str();
-    app->add_option(
-           "--set", properties,
-           "Table property KEY=VALUE (timelake.* settings or Iceberg properties)")
-        ->allow_extra_args(false);
+    options_ = {
+        app->add_option("--time-column", time_column,
+                        "The timestamp column; makes a time-series table"),
+        app->add_option("--series-key", series_key,
+                        "Comma-separated columns identifying one series")
+            ->delimiter(',')
+            ->allow_extra_args(false),
+        app->add_option("--chunk", chunk, "Time partition size")
+            ->check(CLI::IsMember({"hour", "day", "month"}))
+            ->capture_default_str(),
+        app->add_option(
+               "--set", properties,
+               "Table property KEY=VALUE (timelake.* settings or Iceberg properties)")
+            ->allow_extra_args(false),
+    };
+  }
+
+  // The create-only flags given on the command line, e.g. "--chunk, --set".
+  std::string Given() const {
+    std::vector<std::string> given;
+    for (const CLI::Option* option : options_) {
+      if (option->count() > 0) given.push_back(option->get_name());
+    }
+    return fmt::format("{}", fmt::join(given, ", "));
   }
 
   arrow::Result<TableOptions> ToOptions() const {
@@ -55,6 +66,9 @@ struct CreateArgs {
     ARROW_ASSIGN_OR_RAISE(options.properties, ParseKeyValues(properties, "--set"));
     return options;
   }
+
+ private:
+  std::vector<const CLI::Option*> options_;
 };
 
 std::string DescribeTable(const Table& table) {
@@ -90,7 +104,7 @@ class CreateCommand : public Command {
     ARROW_ASSIGN_OR_RAISE(TableOptions options, create_.ToOptions());
     ARROW_ASSIGN_OR_RAISE(InputSpec spec, DescribeInput(schema_from_, forced));
     ARROW_ASSIGN_OR_RAISE(auto input, OpenInput(spec, nullptr));
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kCreate));
     ARROW_ASSIGN_OR_RAISE(Table table,
                           lake.CreateTable(table_, *input->schema(), options));
     std::cout << "created " << DescribeTable(table) << std::endl;
@@ -110,8 +124,10 @@ class AppendCommand : public Command {
     app->add_option("table", table_, "Table name: [namespace.]table")->required();
     app->add_option("files", files_, "Input files")->required();
     app->add_flag("--create", create_missing_,
-                  "Create the table from the first file's schema if it does not exist; "
-                  "--time-column, --series-key, --chunk and --set apply only then");
+                  "Create the table from the first file's schema if it does not exist "
+                  "(and drop it again if the import then fails before its first "
+                  "commit); --time-column, --series-key, --chunk and --set apply only "
+                  "then, and are refused for a table that exists");
     create_.AddTo(app);
     app->add_option(
         "--batch-id", batch_id_,
@@ -142,24 +158,73 @@ class AppendCommand : public Command {
       total_bytes += spec.size;
       specs.push_back(std::move(spec));
     }
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kCreate));
 
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<InputFile> first_input;
+    // The table this run created, if any: dropped again when the import
+    // fails before its first commit, so a failed `append --create` leaves no
+    // empty table behind whose schema came from a file that did not import.
+    std::optional<Table> created;
     auto loaded = lake.LoadTable(table_);
+    const std::string create_only = create_.Given();
+    if (loaded.ok() && !create_only.empty()) {
+      return UsageError(fmt::format(
+          "{} only apply when append --create creates the table, and {} exists (table "
+          "properties change with `alter {} --set KEY=VALUE`; the layout is fixed)",
+          create_only, loaded->name().ToString(), loaded->name().ToString()));
+    }
+    if (!loaded.ok() && KindOf(loaded.status()) == ErrorKind::kNotFound &&
+        !create_missing_ && !create_only.empty()) {
+      return UsageError(
+          fmt::format("{} need --create (the table does not exist)", create_only));
+    }
     if (!loaded.ok() && KindOf(loaded.status()) == ErrorKind::kNotFound &&
         create_missing_) {
       ARROW_ASSIGN_OR_RAISE(TableOptions options, create_.ToOptions());
       ARROW_ASSIGN_OR_RAISE(first_input, OpenInput(specs.front(), nullptr));
       loaded = lake.CreateTable(table_, *first_input->schema(), options);
+      if (loaded.ok()) created = *loaded;
       // Another process may have created it meanwhile: use theirs.
       if (!loaded.ok() && KindOf(loaded.status()) == ErrorKind::kAlreadyExists) {
         loaded = lake.LoadTable(table_);
       }
-      if (loaded.ok()) std::cerr << "created " << DescribeTable(*loaded) << std::endl;
     }
     if (!loaded.ok()) return loaded.status();
     const Table table = std::move(loaded).ValueOrDie();
+    auto status = Import(table, specs, total_bytes, std::move(first_input), start);
+    if (!status.ok() && created.has_value()) {
+      return status.WithMessage(status.message(), " (", DropCreated(lake, *created), ")");
+    }
+    // Said once it is sure to stay (the rows made it).
+    if (status.ok() && created.has_value()) {
+      std::cerr << "created " << DescribeTable(*created) << std::endl;
+    }
+    return status;
+  }
+
+ private:
+  // Drops `created` if nothing was committed to it since (it is still at the
+  // version this run created); says what happened, for the error line.
+  static std::string DropCreated(const Lake& lake, const Table& created) {
+    const std::string name = created.name().ToString();
+    auto now = created.Refresh();
+    if (!now.ok() || now->version() != created.version()) {
+      return fmt::format(
+          "{} was created by this import and is kept: {}", name,
+          now.ok() ? "another writer committed to it meanwhile" : now.status().message());
+    }
+    auto dropped = lake.DropTable(name);
+    if (!dropped.ok()) {
+      return fmt::format("{} was created by this import; dropping it failed: {}", name,
+                         dropped.message());
+    }
+    return fmt::format("nothing was committed and {} was not created", name);
+  }
+
+  arrow::Status Import(const Table& table, const std::vector<InputSpec>& specs,
+                       int64_t total_bytes, std::unique_ptr<InputFile> first_input,
+                       std::chrono::steady_clock::time_point start) {
     const auto table_schema = table.schema();
 
     // Every file opens, and has no column the table lacks, before the first
@@ -215,12 +280,11 @@ class AppendCommand : public Command {
     const std::string source =
         specs.size() == 1 ? "" : fmt::format(" from {} files", specs.size());
     std::cout << DescribeTotals("appended", source, committer.totals(),
-                                SecondsSince(start))
+                                SecondsSince(start), committer.dedup_key())
               << std::endl;
     return arrow::Status::OK();
   }
 
- private:
   std::string table_;
   std::vector<std::string> files_;
   bool create_missing_ = false;

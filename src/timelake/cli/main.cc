@@ -9,6 +9,8 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,22 @@ struct Declared {
   CLI::App* app;
   std::unique_ptr<Command> command;
 };
+
+// The first argument that is neither a global option nor its value: the
+// subcommand's name as typed, or empty.
+std::string CalledSubcommand(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "-w" || arg == "--warehouse" || arg == "--set" ||
+        arg == "--storage-option") {
+      ++i;  // its value
+      continue;
+    }
+    if (!arg.empty() && arg.front() == '-') continue;
+    return std::string(arg);
+  }
+  return "";
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{
@@ -52,11 +70,15 @@ int Main(int argc, char** argv) {
                  "Storage option KEY=VALUE, e.g. aws_region=eu-west-1 (repeatable)")
       ->allow_extra_args(false);
 
+  // A subcommand called by its alias (`import`) is named so in its --help
+  // and usage errors.
+  const std::string called = CalledSubcommand(argc, argv);
   std::vector<Declared> subcommands;
   for (const CommandSpec& spec : Subcommands()) {
-    CLI::App* sub =
-        app.add_subcommand(std::string(spec.name), std::string(spec.description));
-    if (!spec.alias.empty()) sub->alias(std::string(spec.alias));
+    const bool by_alias = !spec.alias.empty() && called == spec.alias;
+    CLI::App* sub = app.add_subcommand(std::string(by_alias ? spec.alias : spec.name),
+                                       std::string(spec.description));
+    if (!spec.alias.empty()) sub->alias(std::string(by_alias ? spec.name : spec.alias));
     auto command = spec.make();
     command->AddOptions(sub);
     subcommands.push_back({&spec, sub, std::move(command)});

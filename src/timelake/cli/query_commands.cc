@@ -29,14 +29,17 @@ class SqlCommand : public Command {
   void AddOptions(CLI::App* app) override {
     app->add_option("query", query_, "SQL statement(s)");
     app->add_option("-f,--file", file_, "SQL script file");
-    app->add_option("--format", format_,
-                    "table (aligned text), csv (RFC 4180), json (NDJSON: one object per "
-                    "line), parquet (needs -o)")
-        ->check(CLI::IsMember({"table", "csv", "json", "ndjson", "parquet"}))
-        ->capture_default_str();
-    app->add_option("-o,--output", output_, "Write results to this file");
-    app->add_option("--max-rows", max_rows_, "Rows shown by --format table (0 = all)")
-        ->capture_default_str();
+    app->add_option("--format", output_.format,
+                    "table (aligned text), csv (RFC 4180), json or ndjson (both NDJSON: "
+                    "one object per line), parquet (needs -o) (default: from the -o "
+                    "extension, else table)")
+        ->check(CLI::IsMember({"table", "csv", "json", "ndjson", "parquet"}));
+    app->add_option("-o,--output", output_.path,
+                    "Write results to this file, in the format its extension names "
+                    "(.txt .csv .json .ndjson .jsonl .parquet)");
+    app->add_option("--max-rows", output_.max_rows,
+                    "Rows shown by --format table, 0 = all (default: 40 on a terminal, "
+                    "all on a file or pipe)");
     app->add_flag("--explain-analyze", explain_analyze_,
                   "Print the executed plan with its metrics instead of the result");
   }
@@ -45,15 +48,9 @@ class SqlCommand : public Command {
     if (!query_.empty() && !file_.empty()) {
       return UsageError("give a QUERY or -f FILE, not both");
     }
-    OutputTarget target;
-    ARROW_ASSIGN_OR_RAISE(target.format, ParseOutputFormat(format_));
-    target.path = output_;
-    target.table.max_rows = max_rows_;
+    ARROW_ASSIGN_OR_RAISE(OutputTarget target, ResolveOutput(output_));
     // The stderr timing line already counts rows; the table only notes a cut.
     target.table.row_count = false;
-    if (target.format == OutputFormat::kParquet && target.path.empty()) {
-      return UsageError("--format parquet writes a file: pass -o FILE");
-    }
     ARROW_ASSIGN_OR_RAISE(auto session_statements, SessionStatements(global.sets));
     ARROW_ASSIGN_OR_RAISE(auto out, OutputStream::Open(target));
 
@@ -75,7 +72,7 @@ class SqlCommand : public Command {
       script = text.str();
     }
 
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     Session session(lake);
     ARROW_RETURN_NOT_OK(ApplySessionStatements(&session, session_statements));
     if (interactive) return RunShell(&session, target, explain_analyze_, out->get());
@@ -99,9 +96,7 @@ class SqlCommand : public Command {
  private:
   std::string query_;
   std::string file_;
-  std::string format_ = "table";
-  std::string output_;
-  int64_t max_rows_ = 40;
+  OutputFlags output_;
   bool explain_analyze_ = false;
 };
 
@@ -109,24 +104,26 @@ class LatestCommand : public Command {
  public:
   void AddOptions(CLI::App* app) override {
     app->add_option("table", table_, "Table name")->required();
-    app->add_option("--format", format_, "table, csv, json (NDJSON) or parquet")
-        ->check(CLI::IsMember({"table", "csv", "json", "ndjson", "parquet"}))
-        ->capture_default_str();
-    app->add_option("-o,--output", output_, "Write the result to this file");
-    app->add_option("--max-rows", max_rows_, "Rows shown by --format table")
-        ->capture_default_str();
+    app->add_option(
+           "--format", output_.format,
+           "table, csv, json or ndjson (both NDJSON), parquet (default: from the "
+           "-o extension, else table)")
+        ->check(CLI::IsMember({"table", "csv", "json", "ndjson", "parquet"}));
+    app->add_option("-o,--output", output_.path,
+                    "Write the result to this file, in the format its extension names "
+                    "(.txt .csv .json .ndjson .jsonl .parquet)");
+    app->add_option("--max-rows", output_.max_rows,
+                    "Rows shown by --format table, 0 = all (default: 40 on a terminal, "
+                    "all on a file or pipe)");
   }
 
   arrow::Status Run(const GlobalArgs& global) override {
-    OutputTarget target;
-    ARROW_ASSIGN_OR_RAISE(target.format, ParseOutputFormat(format_));
-    target.path = output_;
-    target.table.max_rows = max_rows_;
+    ARROW_ASSIGN_OR_RAISE(OutputTarget target, ResolveOutput(output_));
     target.table.row_count = false;
     ARROW_ASSIGN_OR_RAISE(auto session_statements, SessionStatements(global.sets));
     ARROW_ASSIGN_OR_RAISE(auto out, OutputStream::Open(target));
     ARROW_ASSIGN_OR_RAISE(auto writer, MakeWriter(target, out->get()));
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     Session session(lake);
     ARROW_RETURN_NOT_OK(ApplySessionStatements(&session, session_statements));
     const auto start = std::chrono::steady_clock::now();
@@ -138,9 +135,7 @@ class LatestCommand : public Command {
 
  private:
   std::string table_;
-  std::string format_ = "table";
-  std::string output_;
-  int64_t max_rows_ = 40;
+  OutputFlags output_;
 };
 
 }  // namespace

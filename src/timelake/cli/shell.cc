@@ -2,12 +2,18 @@
 
 #include "timelake/cli/shell.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string_view>
 
+#include <arrow/array.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
 #include <fmt/format.h>
 
 #if defined(TIMELAKE_CLI_READLINE)
@@ -62,7 +68,85 @@ void AddHistory(const std::string& entry) {
 #endif
 }
 
+// The format an -o file's name asks for, or nullopt.
+std::optional<OutputFormat> FormatOfExtension(std::string_view extension) {
+  const std::string ext = ToLower(extension);
+  if (ext == ".txt") return OutputFormat::kTable;
+  if (ext == ".csv") return OutputFormat::kCsv;
+  if (ext == ".json" || ext == ".ndjson" || ext == ".jsonl") return OutputFormat::kJson;
+  if (ext == ".parquet" || ext == ".pq") return OutputFormat::kParquet;
+  return std::nullopt;
+}
+
+// The result of EXPLAIN: (plan_type, plan) strings, a plan of many lines.
+bool IsPlan(const arrow::Schema& schema) {
+  return schema.num_fields() == 2 && schema.field(0)->name() == "plan_type" &&
+         schema.field(1)->name() == "plan" &&
+         schema.field(0)->type()->id() == arrow::Type::STRING &&
+         schema.field(1)->type()->id() == arrow::Type::STRING;
+}
+
+// EXPLAIN in the text format: each plan whole, its lines indented under its
+// type, instead of table cells cut at 64 characters with "\n" escaped.
+arrow::Status PrintPlan(arrow::RecordBatchReader* reader, std::ostream* out,
+                        std::chrono::steady_clock::time_point start) {
+  std::string text;
+  int64_t rows = 0;
+  while (true) {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    ARROW_RETURN_NOT_OK(reader->ReadNext(&batch));
+    if (batch == nullptr) break;
+    const auto& types = static_cast<const arrow::StringArray&>(*batch->column(0));
+    const auto& plans = static_cast<const arrow::StringArray&>(*batch->column(1));
+    for (int64_t r = 0; r < batch->num_rows(); ++r, ++rows) {
+      if (rows > 0) text += '\n';
+      text += std::string(types.IsNull(r) ? "plan" : types.GetView(r)) + ":\n";
+      std::string_view plan = plans.IsNull(r) ? "" : plans.GetView(r);
+      while (!plan.empty()) {
+        const size_t end = plan.find('\n');
+        text += "  " + std::string(plan.substr(0, end)) + "\n";
+        plan = end == std::string_view::npos ? "" : plan.substr(end + 1);
+      }
+    }
+  }
+  *out << text;
+  out->flush();
+  if (!*out) return arrow::Status::IOError("writing the plan failed");
+  PrintTiming(rows, SecondsSince(start));
+  return arrow::Status::OK();
+}
+
 }  // namespace
+
+arrow::Result<OutputTarget> ResolveOutput(const OutputFlags& flags) {
+  OutputTarget target;
+  target.path = flags.path;
+  if (!flags.format.empty()) {
+    ARROW_ASSIGN_OR_RAISE(target.format, ParseOutputFormat(flags.format));
+  } else if (!flags.path.empty()) {
+    const std::string extension = std::filesystem::path(flags.path).extension().string();
+    auto format = FormatOfExtension(extension);
+    if (!format.has_value()) {
+      return UsageError(fmt::format(
+          "-o {}: no output format is named by the extension '{}' (use .txt, .csv, "
+          ".json, .ndjson, .jsonl or .parquet, or pass --format)",
+          flags.path, extension));
+    }
+    target.format = *format;
+  }
+  if (target.format == OutputFormat::kParquet && target.path.empty()) {
+    return UsageError("--format parquet writes a file: pass -o FILE");
+  }
+  if (flags.max_rows.has_value()) {
+    if (*flags.max_rows < 0) return UsageError("--max-rows must be 0 (all) or more");
+    target.table.max_rows = *flags.max_rows;
+  } else {
+    // A terminal shows a preview; a file or a pipe gets the whole result.
+    const bool terminal = flags.path.empty() && isatty(STDOUT_FILENO) == 1;
+    target.table.max_rows = terminal ? TextTableOptions{}.max_rows : 0;
+  }
+  return target;
+}
 
 arrow::Result<std::unique_ptr<OutputStream>> OutputStream::Open(
     const OutputTarget& target) {
@@ -104,6 +188,9 @@ arrow::Status RunStatement(Session* session, const std::string& sql, bool explai
     return arrow::Status::OK();
   }
   ARROW_ASSIGN_OR_RAISE(auto reader, session->SqlStream(sql));
+  if (target.format == OutputFormat::kTable && IsPlan(*reader->schema())) {
+    return PrintPlan(reader.get(), out, start);
+  }
   ARROW_ASSIGN_OR_RAISE(auto writer, MakeWriter(target, out));
   ARROW_RETURN_NOT_OK(WriteReader(reader.get(), writer.get()));
   PrintTiming(writer->rows(), SecondsSince(start));

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,24 @@ struct OutputTarget {
   std::string path;
   TextTableOptions table;
 };
+
+// The output flags of `sql` and `latest` as given on the command line.
+struct OutputFlags {
+  // --format. Default: empty, from the extension of -o, else table.
+  std::string format;
+  // -o. Default: empty, stdout.
+  std::string path;
+  // --max-rows. Default: nullopt, 40 on a terminal and every row on a file
+  // or pipe (nothing reads a preview there).
+  std::optional<int64_t> max_rows;
+};
+
+// The target the flags ask for. The format comes from --format, else from
+// the extension of -o (.txt table, .csv, .json/.ndjson/.jsonl NDJSON,
+// .parquet), else it is the text table. Errors: a usage error for an -o
+// extension that names no format, for parquet without -o, and for a
+// negative --max-rows.
+arrow::Result<OutputTarget> ResolveOutput(const OutputFlags& flags);
 
 // The stream the text formats write to: stdout, or the -o file, which it
 // owns. Not thread-safe.

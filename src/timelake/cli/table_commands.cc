@@ -3,12 +3,14 @@
 // `maintain`, `info`, `ls`, `drop` and `alter`: one table (or the list of
 // them) as a whole.
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -53,7 +55,7 @@ class MaintainCommand : public Command {
     if (format_ == "text") {
       options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
     }
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
     ARROW_ASSIGN_OR_RAISE(auto maintained, table.Maintain(options));
     const MaintainReport& r = maintained.second;
@@ -103,7 +105,29 @@ class MaintainCommand : public Command {
   std::string format_ = "text";
 };
 
-std::string InfoJson(const TableInfo& info) {
+// The table's columns as "name type" (Arrow's names of the types), with
+// "not null" where nulls are refused; the columns Timelake adds included.
+std::vector<std::pair<std::string, std::string>> Columns(const arrow::Schema& schema) {
+  std::vector<std::pair<std::string, std::string>> columns;
+  for (const auto& field : schema.fields()) {
+    columns.emplace_back(field->name(), field->type()->ToString() +
+                                            (field->nullable() ? "" : " not null"));
+  }
+  return columns;
+}
+
+// What `rows` counts in a dedup table, where it and count(*) may differ.
+std::string DedupNote(const TableInfo& info) {
+  if (!info.dedup || !info.time_column.has_value()) return info.dedup ? "on" : "off";
+  std::vector<std::string> key = info.series_key;
+  key.push_back(*info.time_column);
+  return fmt::format(
+      "on: queries see one row per ({}); rows counts the rows stored, duplicates "
+      "included until compaction (`maintain`) removes them, so count(*) may be lower",
+      fmt::join(key, ", "));
+}
+
+std::string InfoJson(const TableInfo& info, const arrow::Schema& schema) {
   const auto optional_string = [](const std::optional<std::string>& value) {
     return value.has_value() ? JsonQuote(*value) : std::string("null");
   };
@@ -113,19 +137,24 @@ std::string InfoJson(const TableInfo& info) {
   for (const auto& [key, value] : info.properties) {
     properties.push_back(JsonQuote(key) + ": " + JsonQuote(value));
   }
+  std::vector<std::string> columns;
+  for (const auto& [name, type] : Columns(schema)) {
+    columns.push_back(
+        fmt::format("{{\"name\": {}, \"type\": {}}}", JsonQuote(name), JsonQuote(type)));
+  }
   return fmt::format(
       "{{\"name\": {}, \"location\": {}, \"version\": {}, \"snapshot_id\": {}, "
       "\"time_column\": {}, \"series_key\": [{}], \"chunk\": {}, \"dedup\": {}, "
       "\"rows\": {}, \"files\": {}, \"bytes\": {}, \"snapshots\": {}, "
-      "\"properties\": {{{}}}}}",
+      "\"columns\": [{}], \"properties\": {{{}}}}}",
       JsonQuote(info.name), JsonQuote(info.location), info.version,
       info.snapshot_id.has_value() ? std::to_string(*info.snapshot_id) : "null",
       optional_string(info.time_column), fmt::join(series_key, ", "),
       JsonQuote(info.chunk), info.dedup ? "true" : "false", info.rows, info.files,
-      info.bytes, info.snapshots, fmt::join(properties, ", "));
+      info.bytes, info.snapshots, fmt::join(columns, ", "), fmt::join(properties, ", "));
 }
 
-std::string InfoText(const TableInfo& info) {
+std::string InfoText(const TableInfo& info, const arrow::Schema& schema) {
   std::string text;
   const auto row = [&](std::string_view key, const std::string& value) {
     text += fmt::format("{:<12} {}\n", key, value);
@@ -140,12 +169,19 @@ std::string InfoText(const TableInfo& info) {
                         ? "none"
                         : fmt::format("{}", fmt::join(info.series_key, ",")));
   row("chunk", info.chunk);
-  row("dedup", info.dedup ? "on" : "off");
+  row("dedup", DedupNote(info));
   row("rows", FormatInteger(info.rows));
   row("files", FormatInteger(info.files));
   row("size",
       fmt::format("{} ({} bytes)", FormatBytes(info.bytes), FormatInteger(info.bytes)));
   row("snapshots", FormatInteger(info.snapshots));
+  text += "columns\n";
+  const auto columns = Columns(schema);
+  size_t width = 0;
+  for (const auto& column : columns) width = std::max(width, column.first.size());
+  for (const auto& [name, type] : columns) {
+    text += fmt::format("  {:<{}}  {}\n", name, width, type);
+  }
   if (!info.properties.empty()) {
     text += "properties\n";
     for (const auto& [key, value] : info.properties) {
@@ -165,10 +201,12 @@ class InfoCommand : public Command {
   }
 
   arrow::Status Run(const GlobalArgs& global) override {
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
     const TableInfo info = table.Info();
-    std::cout << (format_ == "json" ? InfoJson(info) + "\n" : InfoText(info))
+    const auto schema = table.schema();
+    std::cout << (format_ == "json" ? InfoJson(info, *schema) + "\n"
+                                    : InfoText(info, *schema))
               << std::flush;
     return arrow::Status::OK();
   }
@@ -186,7 +224,7 @@ class LsCommand : public Command {
 
   arrow::Status Run(const GlobalArgs& global) override {
     if (!ns_.empty()) ARROW_RETURN_NOT_OK(ValidateNamePart(ns_, "namespace"));
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(auto tables, lake.ListTables(ns_));
     std::string text;
     for (const auto& name : tables) text += name.ToString() + "\n";
@@ -206,8 +244,8 @@ class DropCommand : public Command {
   }
 
   arrow::Status Run(const GlobalArgs& global) override {
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
-    auto status = lake.DropTable(table_);
+    auto lake = OpenLake(global, WarehouseUse::kExisting);
+    auto status = lake.ok() ? lake->DropTable(table_) : lake.status();
     if (!status.ok() && if_exists_ && KindOf(status) == ErrorKind::kNotFound) {
       std::cerr << table_ << " does not exist" << std::endl;
       return arrow::Status::OK();
@@ -241,7 +279,7 @@ class AlterCommand : public Command {
     ARROW_ASSIGN_OR_RAISE(auto sets, ParseKeyValues(sets_, "--set"));
     for (auto& [k, v] : sets) changes[k] = v;
     for (const auto& k : unsets_) changes[k] = std::nullopt;
-    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global));
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
     ARROW_ASSIGN_OR_RAISE(Table altered, table.SetProperties(changes));
     std::cout << "altered " << altered.name().ToString() << ": version "

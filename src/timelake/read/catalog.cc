@@ -406,7 +406,9 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
     for (const auto& s : settings::All()) {
       if (!(s.levels & settings::kSession)) continue;
       std::string name = s.SqlName().substr(std::string_view("timelake.").size());
-      list.push_back({{"name", name}, {"description", std::string(s.description)}});
+      list.push_back({{"name", name},
+                      {"description", std::string(s.description)},
+                      {"default", std::string(s.default_value)}});
     }
     Write(out, list.dump());
     return kFound;

@@ -1,5 +1,9 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
+#include <cctype>
+#include <string>
+#include <string_view>
+
 #include <arrow/c/bridge.h>
 #include <arrow/record_batch.h>
 
@@ -23,6 +27,43 @@ std::string Quote(const std::string& name) {
     out += c;
   }
   return out + "\"";
+}
+
+// `SET timelake.read-dedup = false` and `SHOW timelake.read-dedup`, the
+// spelling of the table properties and of --set, as the SQL parser takes
+// them (a '-' ends an identifier there): hyphens in the timelake.* name
+// become underscores. Any other statement is returned unchanged.
+std::string NormalizeSettingName(std::string_view sql) {
+  const auto lower = [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  };
+  const auto starts_with = [&](size_t at, std::string_view word) {
+    if (sql.size() < at + word.size()) return false;
+    for (size_t i = 0; i < word.size(); ++i) {
+      if (lower(sql[at + i]) != word[i]) return false;
+    }
+    return true;
+  };
+  const auto is_space = [](char c) {
+    return std::isspace(static_cast<unsigned char>(c));
+  };
+  size_t at = 0;
+  while (at < sql.size() && is_space(sql[at])) ++at;
+  if (starts_with(at, "set") && at + 3 < sql.size() && is_space(sql[at + 3])) {
+    at += 3;
+  } else if (starts_with(at, "show") && at + 4 < sql.size() && is_space(sql[at + 4])) {
+    at += 4;
+  } else {
+    return std::string(sql);
+  }
+  while (at < sql.size() && is_space(sql[at])) ++at;
+  if (!starts_with(at, "timelake.")) return std::string(sql);
+  std::string out(sql);
+  for (size_t i = at;
+       i < out.size() && !is_space(out[i]) && out[i] != '=' && out[i] != ';'; ++i) {
+    if (out[i] == '-') out[i] = '_';
+  }
+  return out;
 }
 
 }  // namespace
@@ -238,7 +279,7 @@ arrow::Status Session::EnsureStarted() {
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
     std::string_view sql) {
   TIMELAKE_RETURN_NOT_OK(EnsureStarted());
-  const std::string text(sql);
+  const std::string text = NormalizeSettingName(sql);
   struct ArrowArrayStream stream;
   char* err = nullptr;
   const int code = tl_session_sql(state_->session, text.c_str(), &stream, &err);
