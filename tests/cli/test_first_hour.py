@@ -14,11 +14,16 @@ import io
 import json
 import os
 import pathlib
+import pty
 import re
+import select
 import subprocess
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+import pytest
 
 from test_cli import (  # noqa: F401 (binary and cli are fixtures)
     DEVICES,
@@ -297,3 +302,73 @@ def test_info_says_what_rows_counts_while_duplicates_await_compaction(cli, tmp_p
     text = cli.run("info", "d").stdout
     assert int(re.search(r"^rows\s+(\d+)$", text, re.M).group(1)) == count
 
+
+
+# --- item 8: the progress bar follows the rows read, gzipped too --------------
+
+PROGRESS_ROWS = 2_000_000
+FRAME = re.compile(r"\[[# ]{20}\]\s+(\d+)% ([\d.]+)([kMG]?) rows")
+
+
+def big_csv(path, rows):
+    """`rows` readings of 50 sensors, one second apart, as CSV (gzipped when
+    the name ends in .gz)."""
+    index = pa.array(range(rows), pa.int64())
+    table = pa.table({
+        "ts": pc.add(pa.scalar(1_772_323_200_000_000, pa.timestamp("us")),
+                     pc.multiply(index, 1_000_000).cast(pa.duration("us"))),
+        "sensor": pc.cast(pc.bit_wise_and(index, 63), pa.int32()),
+        "value": pc.divide(pc.cast(index, pa.float64()), 7.0),
+    })
+    if path.suffix == ".gz":
+        with pa.CompressedOutputStream(str(path), "gzip") as out:
+            pacsv.write_csv(table, out)
+    else:
+        pacsv.write_csv(table, str(path))
+
+
+def progress_frames(binary, warehouse, path):
+    """Runs `append --create` with stderr on a terminal; returns the progress
+    frames as (percent, rows) in the order drawn."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(binary), "-w", str(warehouse), "append", "--create", "--time-column", "ts", "--series-key", "sensor",
+         "t", str(path)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    output = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        assert ready, "no progress output within 120 s"
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal closed: the process has exited
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, output.decode(errors="replace")
+    scale = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}
+    return [(int(m.group(1)), float(m.group(2)) * scale[m.group(3)])
+            for m in FRAME.finditer(output.decode(errors="replace"))]
+
+
+@pytest.mark.parametrize("name", ["big.csv", "big.csv.gz"])
+def test_progress_follows_the_rows_read(binary, tmp_path, name):
+    path = tmp_path / name
+    big_csv(path, PROGRESS_ROWS)
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    frames = progress_frames(binary, warehouse, path)
+    assert len(frames) >= 3, frames
+    *drawn, last = frames
+    assert last == (100, PROGRESS_ROWS), frames
+    percents = [p for p, _ in frames]
+    assert percents == sorted(percents), frames
+    # Each frame's percentage is the share of the rows read so far, give or
+    # take the rounding of "1.2M" and one batch; before the fix the bar stood
+    # at 100% with a third of the rows read.
+    for percent, rows in drawn:
+        assert abs(percent - 100 * rows / PROGRESS_ROWS) <= 10, frames
+    assert any(0 < p < 100 for p, _ in drawn), frames

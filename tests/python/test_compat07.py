@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, TL07_PYTHON, VENV_PYTHON
+from pyhelpers import ROOT, TL07_PYTHON, VENV_PYTHON
 
 SCRIPT = pathlib.Path(__file__).with_name("script_07.py")
 

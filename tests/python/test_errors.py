@@ -7,7 +7,7 @@ import pytest
 
 import timelake
 
-from conftest import SCHEMA, readings
+from pyhelpers import SCHEMA, lake, readings, table  # noqa: F401 (fixtures)
 
 
 def test_hierarchy():

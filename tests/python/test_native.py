@@ -12,7 +12,7 @@ import pytest
 import timelake
 from timelake import _timelake
 
-from conftest import readings
+from pyhelpers import lake, readings, table  # noqa: F401 (fixtures)
 
 
 def loaded_libarrow():

@@ -8,7 +8,7 @@ import pytest
 
 import timelake
 
-from conftest import SCHEMA, readings, user_columns
+from pyhelpers import SCHEMA, lake, readings, table, user_columns  # noqa: F401 (fixtures)
 
 ORDER = "SELECT time, device_id, site, temp FROM iot.readings ORDER BY time, device_id"
 

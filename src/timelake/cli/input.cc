@@ -29,8 +29,8 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
          text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// Counts the bytes read from the file (before decompression), which is what
-// the progress bar measures. The readers read from their own threads.
+// Counts the bytes read through it: from the file (before decompression) and,
+// for gzip, out of the decompressor. The readers read from their own threads.
 class CountingInputStream : public arrow::io::InputStream {
  public:
   explicit CountingInputStream(std::shared_ptr<arrow::io::InputStream> raw)
@@ -110,13 +110,15 @@ class TextInput : public InputFile {
       const InputSpec& spec, const arrow::Schema* table_schema) {
     auto input = std::unique_ptr<TextInput>(new TextInput());
     ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(spec.path));
-    input->counter_ = std::make_shared<CountingInputStream>(file);
-    std::shared_ptr<arrow::io::InputStream> stream = input->counter_;
+    input->raw_ = std::make_shared<CountingInputStream>(file);
+    std::shared_ptr<arrow::io::InputStream> stream = input->raw_;
     if (spec.gzip) {
       ARROW_ASSIGN_OR_RAISE(input->codec_,
                             arrow::util::Codec::Create(arrow::Compression::GZIP));
       ARROW_ASSIGN_OR_RAISE(
           stream, arrow::io::CompressedInputStream::Make(input->codec_.get(), stream));
+      input->inflated_ = std::make_shared<CountingInputStream>(stream);
+      stream = input->inflated_;
     }
     if (spec.format == InputFormat::kNdjson) {
       auto read_options = arrow::json::ReadOptions::Defaults();
@@ -171,11 +173,27 @@ class TextInput : public InputFile {
     }
     return batch;
   }
-  int64_t bytes_done() const override { return counter_->count(); }
+  // The bytes behind the batches returned so far. The readers read ahead of
+  // what they have returned (several blocks, on their own threads), so the
+  // bytes read from the file would reach the end long before the last batch.
+  // For gzip, the text bytes consumed are scaled by the compression ratio
+  // seen so far, to be bytes of the file as stored.
+  int64_t bytes_done() const override {
+    const int64_t consumed =
+        json_ != nullptr ? json_->bytes_processed() : csv_->bytes_read();
+    if (inflated_ == nullptr) return consumed;
+    const int64_t inflated = inflated_->count();
+    if (inflated <= 0) return 0;
+    return static_cast<int64_t>(static_cast<double>(consumed) *
+                                static_cast<double>(raw_->count()) /
+                                static_cast<double>(inflated));
+  }
 
  private:
   TextInput() = default;
-  std::shared_ptr<CountingInputStream> counter_;
+  std::shared_ptr<CountingInputStream> raw_;
+  // The decompressor's output, when the file is gzipped.
+  std::shared_ptr<CountingInputStream> inflated_;
   std::unique_ptr<arrow::util::Codec> codec_;  // outlives the stream using it
   std::shared_ptr<arrow::csv::StreamingReader> csv_;
   std::shared_ptr<arrow::json::StreamingReader> json_;

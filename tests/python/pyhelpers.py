@@ -1,12 +1,17 @@
 """Shared helpers of the Python package's tests (tests/python/): they import the
-`timelake` package that `make` builds into .venv (python/timelake/)."""
+`timelake` package that `make` builds into .venv (python/timelake/).
+
+They and the `lake` and `table` fixtures live here rather than in a
+conftest.py because pytest imports every conftest.py outside a package under
+the one module name `conftest`: with a conftest.py here, tests/compat's
+`from conftest import ...` would find this folder's module when both folders
+run in one session. A test module imports the fixtures it uses by name."""
 
 import datetime as dt
 import pathlib
 
 import pyarrow as pa
 import pytest
-
 import timelake
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -40,7 +45,7 @@ def lake(tmp_path):
 
 
 @pytest.fixture
-def table(lake):
+def table(lake):  # pylint: disable=redefined-outer-name
     return lake.create_table("iot.readings", SCHEMA, time_column="time", series_key=["device_id"])
 
 
