@@ -304,6 +304,127 @@ def test_info_says_what_rows_counts_while_duplicates_await_compaction(cli, tmp_p
 
 
 
+# --- item 1: epoch numbers and time text ---------------------------------------
+
+# 2026-12-03 11:00:40 UTC and ten seconds later.
+EPOCH_S = 1_796_295_640
+EPOCH_US = [EPOCH_S * 1_000_000, (EPOCH_S + 10) * 1_000_000]
+
+
+def epoch_micros(cli, table):
+    """The table's times as epoch microseconds, in order."""
+    query = (f"SELECT CAST(round(date_part('epoch', ts) * 1000000) AS BIGINT) AS us "
+             f"FROM {table} ORDER BY us")
+    return [int(r[0]) for r in csv_rows(cli.run("sql", "--format", "csv", query).stdout)[1:]]
+
+
+def times_table(cli, tmp_path):
+    """Table t (sensor, ts, v) with one ISO row, for appends of other forms."""
+    first = tmp_path / "first.csv"
+    first.write_text("sensor,ts,v\nz,2026-01-01T00:00:00Z,0\n")
+    cli.run("append", "t", first, "--create", "--time-column", "ts", "--series-key", "sensor")
+    return [1_767_225_600_000_000]
+
+
+def test_epoch_seconds_are_refused_without_a_unit(cli, tmp_path):
+    before = times_table(cli, tmp_path)
+    data = tmp_path / "epoch.csv"
+    data.write_text(f"sensor,ts,v\na,{EPOCH_S},1\na,{EPOCH_S + 10},2\n")
+    proc = cli.run("append", "t", data, expect=1)
+    assert_one_error_line(proc)
+    assert "column 'ts' holds numbers" in proc.stderr and "--time-unit" in proc.stderr
+    assert "epoch seconds is 2026-12-03 11:00:40" in proc.stderr, proc.stderr
+    assert epoch_micros(cli, "t") == before
+    cli.run("append", "t", data, "--time-unit", "s")
+    assert epoch_micros(cli, "t") == before + EPOCH_US
+    parts = {p.name for p in (cli.warehouse / "default" / "t" / "data").iterdir()}
+    assert not any("1970" in p for p in parts), parts
+
+
+@pytest.mark.parametrize("unit,scale", [("ms", 0.001), ("us", 1), ("ns", 1000)])
+def test_epoch_numbers_create_a_table_in_the_unit_given(cli, tmp_path, unit, scale):
+    data = tmp_path / "epoch.csv"
+    data.write_text("".join(["sensor,ts,v\n"] + [f"a,{int(us * scale)},{k}\n"
+                                                 for k, us in enumerate(EPOCH_US)]))
+    args = ["append", "t", data, "--create", "--time-column", "ts", "--series-key", "sensor"]
+    proc = cli.run(*args, expect=1)
+    assert_one_error_line(proc)
+    assert "time column 'ts' holds numbers" in proc.stderr and "--time-unit" in proc.stderr
+    assert cli.run("ls").stdout.strip() == ""
+    cli.run(*args, "--time-unit", unit)
+    assert epoch_micros(cli, "t") == EPOCH_US
+
+
+def test_create_from_epoch_numbers_takes_the_unit(cli, tmp_path):
+    data = tmp_path / "epoch.csv"
+    data.write_text(f"sensor,ts,v\na,{EPOCH_S},1\na,{EPOCH_S + 10},2\n")
+    proc = cli.run("create", "t", "--schema-from", data, "--time-column", "ts", expect=1)
+    assert_one_error_line(proc)
+    assert "--time-unit" in proc.stderr
+    cli.run("create", "t", "--schema-from", data, "--time-column", "ts", "--time-unit", "s")
+    cli.run("append", "t", data, "--time-unit", "s")
+    assert epoch_micros(cli, "t") == EPOCH_US
+
+
+def test_an_unknown_time_zone_is_named_and_changes_nothing(cli, tmp_path):
+    before = times_table(cli, tmp_path)
+    data = tmp_path / "local.csv"
+    data.write_text("sensor,ts,v\na,2026-12-03 11:00:40,1\n")
+    proc = cli.run("append", "t", data, "--time-zone", "Mars/Olympus", expect=1)
+    assert_one_error_line(proc)
+    assert "Mars/Olympus" in proc.stderr
+    assert epoch_micros(cli, "t") == before
+
+
+def test_fractional_epoch_seconds_and_ndjson_numbers(cli, tmp_path):
+    times_table(cli, tmp_path)
+    data = tmp_path / "epoch.ndjson"
+    data.write_text(f'{{"sensor": "a", "ts": {EPOCH_S}.25, "v": 1}}\n'
+                    f'{{"sensor": "a", "ts": {EPOCH_S + 10}, "v": 2}}\n')
+    assert_one_error_line(cli.run("append", "t", data, expect=1))
+    cli.run("append", "t", data, "--time-unit", "s")
+    assert epoch_micros(cli, "t")[1:] == [EPOCH_US[0] + 250_000, EPOCH_US[1]]
+
+
+def test_time_text_without_a_zone_says_it_was_read_as_utc(cli, tmp_path):
+    before = times_table(cli, tmp_path)
+    data = tmp_path / "local.csv"
+    data.write_text("sensor,ts,v\na,2026-12-03 11:00:40,1\na,2026/12/03 11:00:50,2\n")
+    proc = cli.run("append", "t", data)
+    assert "note: column 'ts': times without a zone were read as UTC" in proc.stderr
+    assert epoch_micros(cli, "t") == before + EPOCH_US
+    # In the zone given instead: Berlin is UTC+1 in December.
+    later = tmp_path / "berlin.csv"
+    later.write_text("sensor,ts,v\nb,2026-12-03 12:00:40,3\n")
+    proc = cli.run("append", "t", later, "--time-zone", "Europe/Berlin")
+    assert "read in Europe/Berlin" in proc.stderr
+    assert epoch_micros(cli, "t") == before + [EPOCH_US[0]] * 2 + [EPOCH_US[1]]
+
+
+def test_unreadable_time_text_names_the_value_and_the_forms(cli, tmp_path):
+    before = times_table(cli, tmp_path)
+    data = tmp_path / "odd.csv"
+    data.write_text("sensor,ts,v\na,2026-12-03T11:00:40Z,1\na,03.12.2026 11:00,2\n")
+    proc = cli.run("append", "t", data, expect=1)
+    assert_one_error_line(proc)
+    assert "cannot read '03.12.2026 11:00' (row 2) as a time" in proc.stderr, proc.stderr
+    assert "ISO 8601" in proc.stderr and "assume_timezone" not in proc.stderr
+    assert epoch_micros(cli, "t") == before
+
+
+def test_nanosecond_text_is_refused_or_truncated(cli, tmp_path):
+    before = times_table(cli, tmp_path)
+    data = tmp_path / "nanos.csv"
+    data.write_text("sensor,ts,v\na,2026-12-03T11:00:40.123456789Z,1\n")
+    proc = cli.run("append", "t", data, expect=1)
+    assert_one_error_line(proc)
+    assert "finer than the microseconds" in proc.stderr and "--truncate-time" in proc.stderr
+    assert epoch_micros(cli, "t") == before
+    proc = cli.run("append", "t", data, "--truncate-time")
+    assert "cut to microseconds" in proc.stderr
+    assert epoch_micros(cli, "t") == before + [EPOCH_US[0] + 123_456]
+
+
 # --- item 8: the progress bar follows the rows read, gzipped too --------------
 
 PROGRESS_ROWS = 2_000_000

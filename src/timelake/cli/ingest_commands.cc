@@ -18,6 +18,7 @@
 #include "timelake/cli/committer.h"
 #include "timelake/cli/input.h"
 #include "timelake/cli/output.h"
+#include "timelake/cli/times.h"
 #include "timelake/cli/util.h"
 #include "timelake/timelake.h"
 
@@ -71,6 +72,40 @@ struct CreateArgs {
   std::vector<const CLI::Option*> options_;
 };
 
+// How the input's times are read: --time-unit for both commands, the rest
+// for `append`, which reads rows.
+struct TimeFlags {
+  std::string unit;
+  std::optional<std::string> zone;
+  bool truncate = false;
+
+  void AddUnitTo(CLI::App* app) {
+    app->add_option("--time-unit", unit,
+                    "What epoch numbers in a timestamp column count: s|ms|us|ns (numbers "
+                    "are refused without it)")
+        ->check(CLI::IsMember({"s", "ms", "us", "ns"}));
+  }
+  void AddTo(CLI::App* app) {
+    AddUnitTo(app);
+    app->add_option("--time-zone", zone,
+                    "The zone of times written without one, e.g. Europe/Berlin "
+                    "(default: UTC)");
+    app->add_flag("--truncate-time", truncate,
+                  "Drop what is finer than a microsecond (nanosecond times) instead "
+                  "of refusing it");
+  }
+
+  arrow::Result<TimeArgs> ToArgs() const {
+    TimeArgs args;
+    if (!unit.empty()) {
+      ARROW_ASSIGN_OR_RAISE(args.unit, ParseTimeUnit(unit));
+    }
+    args.zone = zone;
+    args.truncate = truncate;
+    return args;
+  }
+};
+
 std::string DescribeTable(const Table& table) {
   const TableInfo info = table.Info();
   std::string text =
@@ -94,6 +129,7 @@ class CreateCommand : public Command {
     app->add_option("--input-format", input_format_,
                     "parquet|csv|tsv|ndjson (default: from the file name)");
     create_.AddTo(app);
+    times_.AddUnitTo(app);
   }
 
   arrow::Status Run(const GlobalArgs& global) override {
@@ -102,11 +138,13 @@ class CreateCommand : public Command {
       ARROW_ASSIGN_OR_RAISE(forced, ParseInputFormat(input_format_));
     }
     ARROW_ASSIGN_OR_RAISE(TableOptions options, create_.ToOptions());
+    ARROW_ASSIGN_OR_RAISE(TimeArgs time_args, times_.ToArgs());
     ARROW_ASSIGN_OR_RAISE(InputSpec spec, DescribeInput(schema_from_, forced));
     ARROW_ASSIGN_OR_RAISE(auto input, OpenInput(spec, nullptr));
+    ARROW_ASSIGN_OR_RAISE(
+        auto schema, CreationSchema(*input->schema(), options.time_column, time_args));
     ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kCreate));
-    ARROW_ASSIGN_OR_RAISE(Table table,
-                          lake.CreateTable(table_, *input->schema(), options));
+    ARROW_ASSIGN_OR_RAISE(Table table, lake.CreateTable(table_, *schema, options));
     std::cout << "created " << DescribeTable(table) << std::endl;
     return arrow::Status::OK();
   }
@@ -116,6 +154,7 @@ class CreateCommand : public Command {
   std::string schema_from_;
   std::string input_format_;
   CreateArgs create_;
+  TimeFlags times_;
 };
 
 class AppendCommand : public Command {
@@ -141,10 +180,12 @@ class AppendCommand : public Command {
     app->add_flag("--no-maintain", no_maintain_,
                   "Skip inline maintenance after each commit (compaction, "
                   "retention, snapshot expiry)");
+    times_.AddTo(app);
   }
 
   arrow::Status Run(const GlobalArgs& global) override {
     if (commit_rows_ < 1) return UsageError("--commit-rows must be at least 1");
+    ARROW_ASSIGN_OR_RAISE(time_args_, times_.ToArgs());
     std::optional<InputFormat> forced;
     if (!input_format_.empty()) {
       ARROW_ASSIGN_OR_RAISE(forced, ParseInputFormat(input_format_));
@@ -183,7 +224,9 @@ class AppendCommand : public Command {
         create_missing_) {
       ARROW_ASSIGN_OR_RAISE(TableOptions options, create_.ToOptions());
       ARROW_ASSIGN_OR_RAISE(first_input, OpenInput(specs.front(), nullptr));
-      loaded = lake.CreateTable(table_, *first_input->schema(), options);
+      ARROW_ASSIGN_OR_RAISE(auto schema, CreationSchema(*first_input->schema(),
+                                                        options.time_column, time_args_));
+      loaded = lake.CreateTable(table_, *schema, options);
       if (loaded.ok()) created = *loaded;
       // Another process may have created it meanwhile: use theirs.
       if (!loaded.ok() && KindOf(loaded.status()) == ErrorKind::kAlreadyExists) {
@@ -252,6 +295,7 @@ class AppendCommand : public Command {
                       context, totals.rows, totals.commits,
                       batch_id_ ? "; re-run with the same --batch-id to resume" : ""));
     };
+    TimeReading times(table_schema, time_args_);
     Progress progress("appending", total_bytes);
     int64_t bytes_before = 0;
     for (size_t f = 0; f < specs.size(); ++f) {
@@ -264,11 +308,15 @@ class AppendCommand : public Command {
       }
       // The library names the table in its errors; the file is ours to add.
       const std::string& context = spec.path;
+      int64_t rows_read = 0;  // of this file
       while (true) {
         auto batch = input->Next();
         if (!batch.ok()) return failed(batch.status(), context);
         if (*batch == nullptr) break;
-        auto added = committer.Add(*batch);
+        auto converted = times.Convert(*batch, rows_read);
+        if (!converted.ok()) return failed(converted.status(), context);
+        rows_read += (*batch)->num_rows();
+        auto added = committer.Add(*converted);
         if (!added.ok()) return failed(added, context);
         progress.Update(bytes_before + input->bytes_done(),
                         committer.totals().input_rows);
@@ -282,6 +330,9 @@ class AppendCommand : public Command {
     std::cout << DescribeTotals("appended", source, committer.totals(),
                                 SecondsSince(start), committer.dedup_key())
               << std::endl;
+    for (const std::string& note : times.notes()) {
+      std::cerr << "note: " << note << std::endl;
+    }
     return arrow::Status::OK();
   }
 
@@ -293,6 +344,8 @@ class AppendCommand : public Command {
   std::string input_format_;
   int64_t commit_rows_ = 1000000;
   bool no_maintain_ = false;
+  TimeFlags times_;
+  TimeArgs time_args_;
 };
 
 }  // namespace

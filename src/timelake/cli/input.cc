@@ -104,8 +104,8 @@ class TextInput : public InputFile {
  public:
   // `table_schema`, when given, fixes column types where inference could
   // guess wrong (a string column of digits would become int64 and lose its
-  // leading zeros). CSV timestamps stay inferred: Arrow's CSV converter
-  // rejects zone-less text for a zoned type, and AlignBatch casts instead.
+  // leading zeros). Timestamps stay inferred: Arrow's CSV converter rejects
+  // zone-less text for a zoned type, and the CLI's TimeReading converts them.
   static arrow::Result<std::unique_ptr<InputFile>> Open(
       const InputSpec& spec, const arrow::Schema* table_schema) {
     auto input = std::unique_ptr<TextInput>(new TextInput());
@@ -125,10 +125,13 @@ class TextInput : public InputFile {
       read_options.block_size = kTextBlockBytes;
       auto parse_options = arrow::json::ParseOptions::Defaults();
       if (table_schema != nullptr) {
-        // The JSON converter parses timestamp text with or without a zone
-        // into any timestamp type, so every column can be fixed here.
+        // Timestamps stay inferred, as for CSV: epoch numbers and text
+        // finer than the column's unit are for the CLI's TimeReading to
+        // read or refuse (the JSON converter takes a number as a count of
+        // the column's unit, and rejects nanosecond text without naming it).
         arrow::FieldVector fields;
         for (const auto& field : table_schema->fields()) {
+          if (field->type()->id() == arrow::Type::TIMESTAMP) continue;
           fields.push_back(field->WithNullable(true));
         }
         parse_options.explicit_schema = arrow::schema(std::move(fields));
