@@ -44,17 +44,17 @@ const char* UnitName(arrow::TimeUnit::type unit) {
   return "?";
 }
 
-// Microseconds per unit, or 0 for nanoseconds (a division).
-int64_t MicrosPer(arrow::TimeUnit::type unit) {
+// Microseconds in one count of `unit` (a thousandth for nanoseconds).
+double MicrosPer(arrow::TimeUnit::type unit) {
   switch (unit) {
     case arrow::TimeUnit::SECOND:
-      return 1000000;
+      return 1e6;
     case arrow::TimeUnit::MILLI:
-      return 1000;
+      return 1e3;
     case arrow::TimeUnit::MICRO:
       return 1;
     case arrow::TimeUnit::NANO:
-      return 0;
+      return 1e-3;
   }
   return 1;
 }
@@ -199,10 +199,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> TimeReading::FromNumbers(
   if (arrow::is_floating(column->type_id())) {
     ARROW_ASSIGN_OR_RAISE(auto as_double,
                           arrow::compute::Cast(*column, arrow::float64()));
-    const double factor =
-        unit == arrow::TimeUnit::NANO ? 1e-3 : static_cast<double>(MicrosPer(unit));
     ARROW_ASSIGN_OR_RAISE(auto scaled,
-                          Call("multiply", {as_double, arrow::Datum(factor)}));
+                          Call("multiply", {as_double, arrow::Datum(MicrosPer(unit))}));
     ARROW_ASSIGN_OR_RAISE(auto rounded, Call("round", {scaled}));
     auto cast = arrow::compute::Cast(*rounded, arrow::int64());
     if (!cast.ok()) {
@@ -224,7 +222,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> TimeReading::FromNumbers(
       return micros->View(type);
     }
     if (unit != arrow::TimeUnit::MICRO) {
-      auto scaled = Call("multiply_checked", {micros, arrow::Datum(MicrosPer(unit))});
+      const auto factor = static_cast<int64_t>(MicrosPer(unit));
+      auto scaled = Call("multiply_checked", {micros, arrow::Datum(factor)});
       if (!scaled.ok()) {
         return arrow::Status::Invalid("column '", name, "': epoch ", UnitName(unit),
                                       " beyond the years a timestamp holds (",
