@@ -188,6 +188,39 @@ struct MaintainReport {
   bool changed() const { return commits > 0 || orphans_deleted > 0; }
 };
 
+// Options for Table::Delete.
+struct DeleteOptions {
+  // After the delete's commit, expire every older snapshot and delete the
+  // files only they used, so that the deleted rows leave storage now rather
+  // than after the table's timelake.snapshot-retention. Snapshots that
+  // timelake.keep-snapshots-until protects stay (the report says how many
+  // expired). Readers of the older snapshots (time travel) lose them; other
+  // readers and writers are not disturbed. Default: false.
+  bool purge = false;
+  // Attempts of the commit before giving up with kConflict; values below 1
+  // count as 1. Default: 20.
+  int max_commit_attempts = 20;
+  // Called with one line per partition rewritten. Default: none.
+  std::function<void(const std::string&)> progress;
+};
+
+// What Table::Delete did.
+struct DeleteReport {
+  int64_t rows_deleted = 0;     // rows queries saw that they no longer see
+  int64_t partitions = 0;       // partitions that held them
+  int64_t files_removed = 0;    // data files no longer live (dropped or rewritten)
+  int64_t files_rewritten = 0;  // of those, copied without the deleted rows
+  int64_t files_written = 0;    // the copies
+  int64_t rows_rewritten = 0;   // rows copied into them
+  int64_t bytes_written = 0;
+  int64_t snapshots_expired = 0;  // purge
+  int64_t files_deleted = 0;      // purge: files only expired snapshots used
+  int64_t version = 0;            // table version afterwards
+  // The delete's snapshot; nullopt when no row matched (nothing committed).
+  std::optional<int64_t> snapshot_id;
+  std::chrono::microseconds duration{0};
+};
+
 // How a commit went.
 struct CommitInfo {
   // Attempts of put-if-absent of the next metadata version (1 = no race).
@@ -349,6 +382,23 @@ class Table {
   arrow::Result<std::pair<Table, MaintainReport>> Maintain(
       const MaintainOptions& options = {}) const;
 
+  // Deletes the rows for which the SQL predicate `where` is true (a row for
+  // which it is NULL stays; empty: every row), as queries see the table:
+  // the data files that hold such rows are rewritten without them (a file
+  // whose rows all match is dropped), and one snapshot replaces them, with
+  // the last-value index updated. On a table that dedups, the partitions
+  // holding matches are rewritten whole, so that no older duplicate of a
+  // deleted row reappears. Other engines see the rows gone at once; the old
+  // files stay on storage for older snapshots until snapshot expiry
+  // (maintenance) or DeleteOptions::purge. Rows appended concurrently stay.
+  // Errors: kInvalid (a predicate DataFusion cannot plan, e.g. an unknown
+  // column; nothing is written), kConflict (concurrent rewrites of the same
+  // files, several times over; nothing is left behind), kNotFound
+  // (dropped), kUnsupported (a newer table format, manifests with delete
+  // files), kCorrupt, kStorage (the commit may or may not have landed).
+  arrow::Result<std::pair<Table, DeleteReport>> Delete(
+      std::string_view where, const DeleteOptions& options = {}) const;
+
  private:
   friend class Lake;
   friend class Session;
@@ -378,6 +428,7 @@ struct Statement {
     kQuery,   // anything DataFusion runs: SELECT, SHOW, EXPLAIN, …
     kSet,     // SET <name> = <value> (a `timelake.*` or DataFusion setting)
     kRollup,  // CREATE / REFRESH / DROP MATERIALIZED ROLLUP
+    kDelete,  // DELETE FROM <table> [WHERE <predicate>] (Table::Delete)
   };
   Kind kind = Kind::kQuery;
   std::string text;  // without the ending ';', trimmed
@@ -385,6 +436,8 @@ struct Statement {
   // Whether a ';' ended it (false only for the last statement of a script).
   bool terminated = true;
   // kSet: the name and the value, unquoted ("timelake.read_dedup", "false").
+  // kDelete: the table ("ns.table" or "table") and the predicate, empty for
+  // every row.
   std::string name;
   std::string value;
 };
@@ -409,7 +462,9 @@ class Session {
   // bad session setting), kUnsupported (SQL DataFusion does not implement),
   // the errors of loading a table it reads (kNotFound, kCorrupt,
   // kUnsupported, kStorage), kInternal. Errors while reading the stream
-  // name the tables read; their kinds follow the cause.
+  // name the tables read; their kinds follow the cause. `DELETE FROM t
+  // [WHERE p]` runs Table::Delete (its errors) and answers one row: the
+  // rows_deleted, files_removed and files_written of its DeleteReport.
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> SqlStream(
       std::string_view sql);
   // Splits a script into statements on ';' outside '…' strings, "…"
@@ -434,6 +489,8 @@ class Session {
 
  private:
   arrow::Status EnsureStarted();
+  // A statement DataFusion runs (SqlStream without DELETE).
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Query(std::string_view sql);
   std::unique_ptr<internal::SessionState> state_;
 };
 

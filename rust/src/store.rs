@@ -128,7 +128,10 @@ impl Store {
                     .filter(|(k, v)| secret_key(k) && !v.is_empty())
                     .map(|(_, v)| v.clone()),
             );
-            let merged = environment.into_iter().chain(options.iter().cloned());
+            // object_store ignores keys it does not know: a misspelt option
+            // would silently not apply.
+            let options = checked_options(&url, options)?;
+            let merged = environment.into_iter().chain(options);
             let (client, prefix) = object_store::parse_url_opts(&url, merged).map_err(|e| {
                 // object_store may quote the URL it was given.
                 let message = format!("open {shown}: {e}").replace(url.as_str(), &shown);
@@ -233,6 +236,22 @@ impl Store {
     fn error(&self, op: &str, key: &str, err: object_store::Error) -> TlError {
         let mut message = condense(&format!("{op} {}: {err}", self.url_of(key)));
         let mut code = object_store_code(&err);
+        if asked_instance_metadata(&message) {
+            // Without credentials object_store asks the metadata service
+            // of cloud machines; its failure names an address that tells a
+            // user nothing about what to do.
+            return TlError::new(
+                TlCode::Storage,
+                format!(
+                    "{op} {}: no S3 credentials found: set AWS_ACCESS_KEY_ID and \
+                     AWS_SECRET_ACCESS_KEY (or --storage-option aws_access_key_id=... and \
+                     aws_secret_access_key=...), or aws_skip_signature=true for a public \
+                     bucket (the instance metadata service that cloud machines offer did \
+                     not answer either)",
+                    self.url_of(key)
+                ),
+            );
+        }
         if !is_unreachable(&err) {
             self.answered.store(true, Ordering::Relaxed);
         } else if !self.answered.load(Ordering::Relaxed) {
@@ -594,6 +613,12 @@ fn condense(message: &str) -> String {
     out
 }
 
+/// Whether an S3 request failed while asking the instance metadata service
+/// for credentials (object_store's fallback when none are configured).
+fn asked_instance_metadata(message: &str) -> bool {
+    message.contains("/latest/api/token") || message.contains("/latest/meta-data/iam/")
+}
+
 /// Environment configuration for cloud stores, as the builders' `from_env`
 /// would read it (`AWS_*`, `GOOGLE_*`, `AZURE_*`), as lower-case keys.
 fn environment_options(url: &Url) -> Vec<(String, String)> {
@@ -608,6 +633,112 @@ fn environment_options(url: &Url) -> Vec<(String, String)> {
         .filter(|(k, _)| k.starts_with(env_prefix))
         .map(|(k, v)| (k.to_ascii_lowercase(), v))
         .collect()
+}
+
+/// The explicit options of a cloud store with lower-case keys, each one
+/// the store's builder knows; an unknown key is an error naming it and the
+/// nearest known one.
+fn checked_options(url: &Url, options: &[(String, String)]) -> TlResult<Vec<(String, String)>> {
+    use object_store::aws::AmazonS3ConfigKey;
+    use object_store::azure::AzureConfigKey;
+    use object_store::gcp::GoogleConfigKey;
+    let scheme = ObjectStoreScheme::parse(url).map(|(s, _)| s).ok();
+    let mut out = Vec::with_capacity(options.len());
+    for (key, value) in options {
+        let lower = key.to_ascii_lowercase();
+        let (known, names, kind): (bool, &[&str], &str) = match scheme {
+            Some(ObjectStoreScheme::AmazonS3) => (
+                lower.parse::<AmazonS3ConfigKey>().is_ok(),
+                S3_OPTIONS,
+                "s3://",
+            ),
+            Some(ObjectStoreScheme::GoogleCloudStorage) => (
+                lower.parse::<GoogleConfigKey>().is_ok(),
+                GCS_OPTIONS,
+                "gs://",
+            ),
+            Some(ObjectStoreScheme::MicrosoftAzure) => (
+                lower.parse::<AzureConfigKey>().is_ok(),
+                AZURE_OPTIONS,
+                "Azure",
+            ),
+            _ => (true, &[], ""),
+        };
+        if !known {
+            let nearest = names
+                .iter()
+                .min_by_key(|name| edit_distance(&lower, name))
+                .map(|name| format!(" (did you mean {name}?)"))
+                .unwrap_or_default();
+            return Err(TlError::invalid(format!(
+                "unknown storage option {key:?} for {kind} locations{nearest}"
+            )));
+        }
+        out.push((lower, value.clone()));
+    }
+    Ok(out)
+}
+
+/// The options users set most, offered when a key is misspelt.
+const S3_OPTIONS: &[&str] = &[
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+    "aws_region",
+    "aws_endpoint",
+    "aws_allow_http",
+    "aws_virtual_hosted_style_request",
+    "aws_skip_signature",
+    "aws_conditional_put",
+    "aws_metadata_endpoint",
+    "aws_imdsv1_fallback",
+    "aws_request_payer",
+    "aws_server_side_encryption",
+    "aws_sse_kms_key_id",
+    "allow_http",
+    "allow_invalid_certificates",
+    "timeout",
+    "connect_timeout",
+    "proxy_url",
+];
+const GCS_OPTIONS: &[&str] = &[
+    "google_service_account",
+    "google_service_account_key",
+    "google_application_credentials",
+    "google_bucket",
+    "timeout",
+    "connect_timeout",
+    "proxy_url",
+];
+const AZURE_OPTIONS: &[&str] = &[
+    "azure_storage_account_name",
+    "azure_storage_account_key",
+    "azure_storage_client_id",
+    "azure_storage_client_secret",
+    "azure_storage_tenant_id",
+    "azure_storage_sas_key",
+    "azure_storage_token",
+    "azure_storage_use_emulator",
+    "azure_container_name",
+    "timeout",
+    "connect_timeout",
+    "proxy_url",
+];
+
+/// Levenshtein distance of two short ASCII strings.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<u8> = b.bytes().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// Whether an option key names a credential.
@@ -668,6 +799,38 @@ fn display_url(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn unknown_storage_options_are_refused_with_the_nearest_known_key() {
+        let url = Url::parse("s3://bucket/prefix").unwrap();
+        let options = [("AWS_ACESS_KEY_ID".to_string(), "x".to_string())];
+        let err = super::checked_options(&url, &options).unwrap_err();
+        assert_eq!(err.code, TlCode::Invalid);
+        assert!(err
+            .message
+            .contains("unknown storage option \"AWS_ACESS_KEY_ID\""));
+        assert!(
+            err.message.contains("did you mean aws_access_key_id?"),
+            "{}",
+            err.message
+        );
+        let ok = [("AWS_Region".to_string(), "eu-west-1".to_string())];
+        assert_eq!(
+            super::checked_options(&url, &ok).unwrap(),
+            vec![("aws_region".to_string(), "eu-west-1".to_string())]
+        );
+        let local = Url::parse("file:///tmp/x").unwrap();
+        assert!(super::checked_options(&local, &options).is_ok());
+    }
+
+    #[test]
+    fn a_failed_instance_metadata_request_is_recognised() {
+        assert!(super::asked_instance_metadata(
+            "list s3://b/p: Generic S3 error: error sending request for url \
+             (http://169.254.169.254/latest/api/token)"
+        ));
+        assert!(!super::asked_instance_metadata("get s3://b/p/k: not found"));
+    }
+
     use super::*;
     use crate::tests::TempDir;
 

@@ -177,6 +177,58 @@ def test_create_only_flags_are_refused_on_an_existing_table(cli, tmp_path):
     assert "missing" not in cli.run("ls").stdout
 
 
+# --- item 6: deleting rows ----------------------------------------------------
+
+# Three sensors, one reading each on two days.
+READINGS = ("ts,sensor,v\n" + "".join(
+    f"2026-12-0{d}T10:00:00Z,s{s},{d * 10 + s}\n" for d in (1, 2) for s in range(3)))
+
+
+def readings_table(cli, tmp_path):
+    data = tmp_path / "readings.csv"
+    data.write_text(READINGS)
+    cli.run("import", "r", data, "--create", "--time-column", "ts", "--series-key", "sensor")
+
+
+def count(cli, where="true"):
+    out = cli.run("sql", f"SELECT count(*) AS n FROM r WHERE {where}", "--format", "csv")
+    return int(out.stdout.splitlines()[1])
+
+
+def test_delete_says_what_it_removed_and_where_the_old_files_went(cli, tmp_path):
+    readings_table(cli, tmp_path)
+    out = cli.run("delete", "r", "--where", "sensor = 's1'").stdout.splitlines()
+    assert out[0].startswith("deleted 2 rows from default.r in "), out
+    assert out[0].endswith("2 partitions, 2 files removed (2 rewritten into 2, 4 rows copied)")
+    assert out[1] == ("the old files stay for older snapshots until snapshot expiry "
+                      "(`maintain`); --purge removes them now")
+    assert count(cli) == 4 and count(cli, "sensor = 's1'") == 0
+    # The newest row per series follows: s1 has none left.
+    latest = cli.run("latest", "r", "--format", "csv").stdout
+    assert [row[1] for row in csv_rows(latest)[1:]] == ["s0", "s2"]
+    # SQL DELETE, from the same shell a user types queries in.
+    proc = cli.run("sql", "DELETE FROM r WHERE ts < '2026-12-02'", "--format", "csv")
+    assert csv_rows(proc.stdout) == [["rows_deleted", "files_removed", "files_written"],
+                                     ["2", "1", "0"]]
+    assert count(cli) == 2
+    out = cli.run("delete", "r", "--where", "v > 100", "--purge").stdout.splitlines()
+    assert out[0] == "no row of default.r matches; nothing deleted"
+    assert re.fullmatch(r"purged: 2 snapshots expired, \d+ files deleted", out[1]), out
+
+
+def test_delete_needs_a_predicate_and_names_a_bad_one(cli, tmp_path):
+    readings_table(cli, tmp_path)
+    proc = cli.run("delete", "r", expect=2)
+    assert "--where is required" in proc.stderr, proc.stderr
+    proc = cli.run("delete", "r", "--where", " ", expect=2)
+    assert "--where needs a predicate; to delete every row say so: --where true" in proc.stderr
+    proc = cli.run("delete", "r", "--where", "temperature > 3", expect=1)
+    assert_one_error_line(proc)
+    assert "deleting from default.r where temperature > 3" in proc.stderr
+    assert "temperature" in proc.stderr.split("where temperature > 3", 1)[1]
+    assert count(cli) == 6
+
+
 # --- item 10: the smaller ones -------------------------------------------------
 
 # Two sensors, each reading given twice at the same time: a dedup table keeps

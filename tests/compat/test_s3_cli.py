@@ -123,6 +123,30 @@ def test_storage_options_instead_of_environment(s3_server, s3_warehouse, tmp_pat
     assert_only_referenced(s3_server, s3_warehouse, "default.t")
 
 
+def test_unknown_options_and_missing_credentials_say_what_to_do(s3_server, s3_warehouse,
+                                                                tmp_path):
+    """Issue #23 item 10: a misspelt --storage-option is refused, naming the key
+    it resembles; without credentials the message says how to give them
+    instead of naming the instance-metadata address object_store asked."""
+    env = {k: v for k, v in s3_server.env().items() if not k.startswith("AWS_")}
+    base = ["--storage-option", f"aws_endpoint={s3_server.endpoint}",
+            "--storage-option", "aws_allow_http=true",
+            "--storage-option", f"aws_region={s3_server.region}"]
+    proc = run_cli("-w", s3_warehouse, *base, "--storage-option", "aws_acess_key_id=x",
+                   "ls", env=env, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert 'unknown storage option "aws_acess_key_id"' in proc.stderr, proc.stderr
+    assert "did you mean aws_access_key_id?" in proc.stderr, proc.stderr
+    # The metadata service is pointed at a closed loopback port, so that the
+    # test never leaves this machine and fails fast.
+    proc = run_cli("-w", s3_warehouse, *base, "--storage-option",
+                   "aws_metadata_endpoint=http://127.0.0.1:9", "ls", env=env, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" \
+        in proc.stderr, proc.stderr
+    assert "latest/api/token" not in proc.stderr and "127.0.0.1:9" not in proc.stderr
+
+
 def assert_no_secret(proc, *secrets):
     for secret in secrets:
         assert secret not in proc.stdout, proc.stdout

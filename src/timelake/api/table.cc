@@ -271,4 +271,37 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
   return std::make_pair(Table(std::move(table)), report);
 }
 
+arrow::Result<std::pair<Table, DeleteReport>> Table::Delete(
+    std::string_view where, const DeleteOptions& options) const {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string context = "deleting from " + state_->name.ToString();
+  DeleteReport report;
+  internal::StepOptions step;
+  step.max_commit_attempts = std::max(1, options.max_commit_attempts);
+  step.progress = options.progress;
+  // Deletes what queries see now, not what this handle saw.
+  TIMELAKE_ASSIGN_OR_RAISE(auto table,
+                           internal::LoadTableState(state_->lake, state_->name));
+  TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*table), context));
+  std::string predicate(where);
+  if (predicate.find_first_not_of(" \t\r\n") == std::string::npos) predicate = "true";
+  TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunDelete(table, predicate, step, &report));
+  if (options.purge) {
+    // Every snapshot but the current one, unless keep-snapshots-until
+    // protects them; then the files only they used.
+    TIMELAKE_ASSIGN_OR_RAISE(auto rules, internal::RulesOf(*table));
+    rules.snapshot_retention = std::chrono::milliseconds(0);
+    rules.min_snapshots = 1;
+    rules.max_snapshots = 1;
+    MaintainReport expiry;
+    TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunExpiry(table, rules, 1, step, &expiry));
+    report.snapshots_expired = expiry.snapshots_expired;
+    report.files_deleted = expiry.files_deleted;
+  }
+  report.version = table->version;
+  report.duration = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
+  return std::make_pair(Table(std::move(table)), report);
+}
+
 }  // namespace timelake

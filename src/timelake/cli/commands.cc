@@ -124,6 +124,10 @@ constexpr std::array kSubcommands = {
                 "Retention, compaction into sorted duplicate-free files of the target "
                 "size, snapshot expiry and deletion of unreferenced files",
                 false, MakeMaintainCommand},
+    CommandSpec{"delete", "",
+                "Delete the rows a predicate matches (--where): the files that hold them "
+                "are rewritten without them, in one commit",
+                false, MakeDeleteCommand},
     CommandSpec{"sql", "",
                 "Run SQL: one QUERY, a script (-f FILE or stdin, statements end with "
                 "';'), or an interactive shell when neither is given on a terminal",

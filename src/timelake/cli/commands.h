@@ -7,7 +7,7 @@
 // of its group:
 //   ingest_commands.cc  create, append (alias import)
 //   query_commands.cc   sql, latest
-//   table_commands.cc   maintain, info, ls, drop, alter
+//   table_commands.cc   maintain, delete, info, ls, drop, alter
 //   commands.cc         settings, demo, and what the groups share
 //
 // Commands run on the calling thread, one per process; nothing here is
@@ -98,6 +98,7 @@ std::unique_ptr<Command> MakeAppendCommand();
 std::unique_ptr<Command> MakeSqlCommand();
 std::unique_ptr<Command> MakeLatestCommand();
 std::unique_ptr<Command> MakeMaintainCommand();
+std::unique_ptr<Command> MakeDeleteCommand();
 std::unique_ptr<Command> MakeInfoCommand();
 std::unique_ptr<Command> MakeLsCommand();
 std::unique_ptr<Command> MakeDropCommand();

@@ -1,7 +1,7 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// `maintain`, `info`, `ls`, `drop` and `alter`: one table (or the list of
-// them) as a whole.
+// `maintain`, `delete`, `info`, `ls`, `drop` and `alter`: one table (or the
+// list of them) as a whole.
 
 #include <algorithm>
 #include <iostream>
@@ -102,6 +102,82 @@ class MaintainCommand : public Command {
   bool no_expire_ = false;
   bool no_orphans_ = false;
   std::string orphan_age_ = "1d";
+  std::string format_ = "text";
+};
+
+// Copy-on-write delete of the rows a predicate matches (Table::Delete).
+class DeleteCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name")->required();
+    app->add_option("--where", where_,
+                    "SQL predicate over the table's columns; the rows for which it is "
+                    "true are deleted, e.g. \"sensor = 's-17'\" or \"ts < '2026-01-01'\"")
+        ->required();
+    app->add_flag("--purge", purge_,
+                  "Then expire the older snapshots and delete the files only they used, "
+                  "so the rows leave storage now (time travel to before loses them)");
+    app->add_option("--format", format_, "text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    if (where_.find_first_not_of(" \t\r\n") == std::string::npos) {
+      return UsageError(
+          "--where needs a predicate; to delete every row say so: --where true");
+    }
+    DeleteOptions options;
+    options.purge = purge_;
+    if (format_ == "text") {
+      options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
+    }
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
+    ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
+    ARROW_ASSIGN_OR_RAISE(auto deleted, table.Delete(where_, options));
+    const DeleteReport& r = deleted.second;
+    const double seconds = static_cast<double>(r.duration.count()) / 1e6;
+    if (format_ == "json") {
+      nlohmann::json out = {
+          {"table", table.name().ToString()}, {"version", r.version},
+          {"rows_deleted", r.rows_deleted},   {"partitions", r.partitions},
+          {"files_removed", r.files_removed}, {"files_rewritten", r.files_rewritten},
+          {"files_written", r.files_written}, {"rows_rewritten", r.rows_rewritten},
+          {"bytes_written", r.bytes_written}, {"snapshots_expired", r.snapshots_expired},
+          {"files_deleted", r.files_deleted}, {"seconds", seconds},
+      };
+      std::cout << out.dump() << std::endl;
+      return arrow::Status::OK();
+    }
+    if (!r.snapshot_id) {
+      std::cout << fmt::format("no row of {} matches; nothing deleted",
+                               table.name().ToString())
+                << std::endl;
+    } else {
+      std::cout << fmt::format(
+                       "deleted {} rows from {} in {:.2f} s: version {}; {} partitions, "
+                       "{} files removed ({} rewritten into {}, {} rows copied)",
+                       FormatInteger(r.rows_deleted), table.name().ToString(), seconds,
+                       r.version, r.partitions, r.files_removed, r.files_rewritten,
+                       r.files_written, FormatInteger(r.rows_rewritten))
+                << std::endl;
+    }
+    if (purge_) {
+      std::cout << fmt::format("purged: {} snapshots expired, {} files deleted",
+                               r.snapshots_expired, r.files_deleted)
+                << std::endl;
+    } else if (r.snapshot_id) {
+      std::cout << "the old files stay for older snapshots until snapshot expiry "
+                   "(`maintain`); --purge removes them now"
+                << std::endl;
+    }
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  std::string where_;
+  bool purge_ = false;
   std::string format_ = "text";
 };
 
@@ -298,6 +374,7 @@ class AlterCommand : public Command {
 std::unique_ptr<Command> MakeMaintainCommand() {
   return std::make_unique<MaintainCommand>();
 }
+std::unique_ptr<Command> MakeDeleteCommand() { return std::make_unique<DeleteCommand>(); }
 std::unique_ptr<Command> MakeInfoCommand() { return std::make_unique<InfoCommand>(); }
 std::unique_ptr<Command> MakeLsCommand() { return std::make_unique<LsCommand>(); }
 std::unique_ptr<Command> MakeDropCommand() { return std::make_unique<DropCommand>(); }

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -101,10 +102,34 @@ std::vector<int64_t> PlanExpiry(const format::TableMetadata& metadata,
 
 // --- Steps (each commits on its own; `report` accumulates) ---
 
+// A snapshot that replaces files, built and committed with retries.
+struct Replacement {
+  std::string operation;                  // "replace", "overwrite" or "delete"
+  std::vector<format::LiveFile> removed;  // must all be live at commit time
+  std::vector<write::WrittenFile> added;  // new data files
+  int64_t added_sequence_number = 0;      // data sequence number of `added`
+  // Per file of `added` when not empty (a delete rewrites files of several
+  // commits in one): their data sequence numbers.
+  std::vector<int64_t> added_sequence_numbers;
+  // The new last-value index (nullptr: keep the parent's).
+  std::shared_ptr<arrow::RecordBatch> index;
+  bool drop_index = false;  // the new snapshot has no index
+  // When set, the index is decided per commit attempt, over the version it
+  // is rebased onto (nullptr: none); it overrides `index` and `drop_index`.
+  std::function<arrow::Result<std::shared_ptr<arrow::RecordBatch>>(const TableState&)>
+      index_at;
+};
+
 struct StepOptions {
   int max_commit_attempts = 20;
   std::function<void(const std::string&)> progress;
 };
+
+// Commits `change` over the newest version. Errors: kConflict when an input
+// file is no longer live (nothing of this commit is left behind).
+arrow::Result<std::shared_ptr<const TableState>> CommitReplacement(
+    std::shared_ptr<const TableState> base, const Replacement& change,
+    const StepOptions& options, const std::string& context);
 
 arrow::Result<std::shared_ptr<const TableState>> RunRetention(
     std::shared_ptr<const TableState> table, const MaintainRules& rules,
@@ -120,6 +145,13 @@ arrow::Result<std::shared_ptr<const TableState>> RunExpiry(
 
 arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds age,
                            const StepOptions& options, MaintainReport* report);
+
+// Table::Delete: deletes the rows of the newest version for which `where`
+// is true (maintain/delete.cc). Plans again on the newest version when a
+// concurrent rewrite replaced its files, a few times.
+arrow::Result<std::shared_ptr<const TableState>> RunDelete(
+    std::shared_ptr<const TableState> table, const std::string& where,
+    const StepOptions& options, DeleteReport* report);
 
 // Inline maintenance after an append that touched `partitions`.
 arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(

@@ -2,6 +2,7 @@
 
 #include "timelake/maintain/maintain.h"
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -503,6 +504,184 @@ TEST_P(Maintenance, ARewriteCommitsOverAnAppendButNotOverAnotherRewrite) {
   Flush();
   EXPECT_EQ(Keys(""), files_before);  // nothing left behind
   EXPECT_EQ(Count("SELECT count(*) FROM m"), 4 * 3);
+}
+
+// --- Deletes (maintain/delete.cc) ---
+
+TEST_P(Maintenance, DeleteRewritesOnlyTheFilesThatHoldMatchingRows) {
+  Table table =
+      Create({{"timelake.auto-maintain", "false"}, {"timelake.dedup", "false"}});
+  for (int day = 0; day < 3; ++day) {
+    auto appended = table.Append({Rows({kT0 + day * kDayUs}, 3, day * 10)});
+    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    table = appended->first;
+  }
+  ASSERT_EQ(Live(table).size(), 3u);
+  // One series' rows: every file holds one, so each is rewritten.
+  TL_ASSERT_OK_AND_ASSIGN(auto one, table.Delete("device = 'dev1'"));
+  EXPECT_EQ(one.second.rows_deleted, 3);
+  EXPECT_EQ(one.second.files_removed, 3);
+  EXPECT_EQ(one.second.files_rewritten, 3);
+  EXPECT_EQ(one.second.files_written, 3);
+  EXPECT_EQ(one.second.rows_rewritten, 6);
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 6);
+  EXPECT_EQ(Count("SELECT count(*) FROM m WHERE device = 'dev1'"), 0);
+  // A wrong day: its file holds nothing else and is dropped, the others stay.
+  const auto before = Live(one.first);
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto day,
+      one.first.Delete("time >= '2026-01-02T00:00:00Z' AND time < '2026-01-03'"));
+  EXPECT_EQ(day.second.rows_deleted, 2);
+  EXPECT_EQ(day.second.files_removed, 1);
+  EXPECT_EQ(day.second.files_rewritten, 0);
+  EXPECT_EQ(day.second.files_written, 0);
+  const auto after = Live(day.first);
+  ASSERT_EQ(after.size(), 2u);
+  for (const auto& f : after) {
+    EXPECT_TRUE(std::any_of(before.begin(), before.end(),
+                            [&](const auto& b) { return b.key == f.key; }))
+        << f.key << " was rewritten";
+  }
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 4);
+  // Nothing matches: no commit.
+  TL_ASSERT_OK_AND_ASSIGN(auto none, day.first.Delete("v > 1000"));
+  EXPECT_EQ(none.second.rows_deleted, 0);
+  EXPECT_FALSE(none.second.snapshot_id.has_value());
+  EXPECT_EQ(none.first.version(), day.first.version());
+  // A NULL predicate keeps the row, as SQL's DELETE does.
+  TL_ASSERT_OK_AND_ASSIGN(auto nulls, none.first.Delete("NULL"));
+  EXPECT_EQ(nulls.second.rows_deleted, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 4);
+  EXPECT_TRUE(Unreferenced(nulls.first).empty());
+}
+
+TEST_P(Maintenance, ABadPredicateIsRefusedAndChangesNothing) {
+  Table table = Create({{"timelake.auto-maintain", "false"}});
+  auto appended = table.Append({Rows({kT0}, 3, 1)});
+  ASSERT_TRUE(appended.ok());
+  Flush();
+  const auto keys = Keys("");
+  for (const char* where : {"sensor = 'x'", "device = ", "v > 1; DROP TABLE m"}) {
+    auto deleted = appended->first.Delete(where);
+    ASSERT_FALSE(deleted.ok()) << where;
+    EXPECT_EQ(KindOf(deleted.status()), ErrorKind::kInvalid)
+        << where << ": " << deleted.status().ToString();
+    EXPECT_NE(deleted.status().message().find("deleting from default.m"),
+              std::string::npos)
+        << deleted.status().ToString();
+  }
+  Flush();
+  EXPECT_EQ(Keys(""), keys);
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 3);
+}
+
+TEST_P(Maintenance, DeleteOnADedupTableBringsNoOlderDuplicateBack) {
+  Table table = Create({{"timelake.auto-maintain", "false"}});
+  // The same (device, time) twice, in two files of one partition: queries
+  // see the newer value, 20 + i.
+  for (double value : {1.0, 20.0}) {
+    auto appended = table.Append({Rows({kT0}, 3, value)});
+    ASSERT_TRUE(appended.ok());
+    table = appended->first;
+  }
+  ASSERT_EQ(Live(table).size(), 2u);
+  ASSERT_EQ(Count("SELECT count(*) FROM m WHERE v >= 20"), 3);
+  // dev2's visible row (v = 22) goes; its older v = 3 must not reappear.
+  TL_ASSERT_OK_AND_ASSIGN(auto deleted, table.Delete("v > 21"));
+  EXPECT_EQ(deleted.second.rows_deleted, 1);
+  EXPECT_EQ(deleted.second.partitions, 1);
+  EXPECT_EQ(deleted.second.files_rewritten, 2);  // the partition, merged
+  EXPECT_EQ(Count("SELECT count(*) FROM m WHERE device = 'dev2'"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM m WHERE v >= 20"), 2);
+  // With dedup on read off, the older rows are gone too: not merely hidden.
+  Session raw(*lake_);
+  TL_ASSERT_OK(raw.Sql("SET timelake.read_dedup = false").status());
+  TL_ASSERT_OK_AND_ASSIGN(auto all, raw.Sql("SELECT count(*) FROM m"));
+  EXPECT_EQ(all->num_rows(), 1);
+  EXPECT_EQ(
+      std::static_pointer_cast<arrow::Int64Scalar>(*all->column(0)->GetScalar(0))->value,
+      2);
+}
+
+TEST_P(Maintenance, DeleteKeepsTheLastValueIndexExact) {
+  Table table = Create({{"timelake.auto-maintain", "false"}});
+  for (int day = 0; day < 3; ++day) {
+    auto appended = table.Append({Rows({kT0 + day * kDayUs}, 3, day * 10)});
+    ASSERT_TRUE(appended.ok());
+    table = appended->first;
+  }
+  // The newest day and all of dev0: every series' newest row changes or goes.
+  TL_ASSERT_OK_AND_ASSIGN(auto deleted,
+                          table.Delete("time >= '2026-01-03' OR device = 'dev0'"));
+  EXPECT_EQ(deleted.second.rows_deleted, 5);
+  Session session(*lake_);
+  TL_ASSERT_OK_AND_ASSIGN(auto latest, session.Latest("m"));
+  // The index answers (a snapshot of the delete has one) and equals the scan.
+  auto state = *LoadTableState(LakeAccess::State(*lake_), table.name());
+  ASSERT_TRUE(LviUri(*state->metadata.CurrentSnapshot()).has_value());
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto scanned,
+      session.Sql(
+          "SELECT time, device, v FROM m WHERE time = '2026-01-02' ORDER BY device"));
+  ASSERT_EQ(latest->num_rows(), 2);
+  ASSERT_EQ(scanned->num_rows(), 2);
+  for (int c = 0; c < 3; ++c) {
+    const auto& name = scanned->schema()->field(c)->name();
+    EXPECT_TRUE(latest->GetColumnByName(name)->Equals(*scanned->column(c))) << name;
+  }
+  // Everything: the index is empty, not missing, and a later append fills it.
+  TL_ASSERT_OK_AND_ASSIGN(auto emptied, deleted.first.Delete("true"));
+  TL_ASSERT_OK_AND_ASSIGN(auto none, session.Latest("m"));
+  EXPECT_EQ(none->num_rows(), 0);
+  auto appended = emptied.first.Append({Rows({kT0 + 5 * kDayUs}, 1, 7)});
+  ASSERT_TRUE(appended.ok());
+  state = *LoadTableState(LakeAccess::State(*lake_), table.name());
+  ASSERT_TRUE(LviUri(*state->metadata.CurrentSnapshot()).has_value());
+  TL_ASSERT_OK_AND_ASSIGN(auto one, session.Latest("m"));
+  EXPECT_EQ(one->num_rows(), 1);
+}
+
+TEST_P(Maintenance, PurgeRemovesTheDeletedRowsFromStorageNow) {
+  Table table = Create({{"timelake.auto-maintain", "false"}});
+  for (int day = 0; day < 2; ++day) {
+    auto appended = table.Append({Rows({kT0 + day * kDayUs}, 2, day)});
+    ASSERT_TRUE(appended.ok());
+    table = appended->first;
+  }
+  const auto old_files = Live(table);
+  DeleteOptions options;
+  options.purge = true;
+  TL_ASSERT_OK_AND_ASSIGN(auto deleted, table.Delete("device = 'dev0'", options));
+  EXPECT_EQ(deleted.second.rows_deleted, 2);
+  EXPECT_EQ(deleted.second.snapshots_expired, 2);
+  EXPECT_GE(deleted.second.files_deleted, 2);
+  Flush();
+  for (const auto& f : old_files) EXPECT_FALSE(Exists(f.key)) << f.key;
+  auto state = *LoadTableState(LakeAccess::State(*lake_), table.name());
+  EXPECT_EQ(state->metadata.snapshots.size(), 1u);
+  EXPECT_TRUE(Unreferenced(deleted.first).empty());
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 2);
+}
+
+TEST_P(Maintenance, SqlDeleteAnswersWhatItDeleted) {
+  Table table = Create({{"timelake.auto-maintain", "false"}});
+  auto appended = table.Append({Rows({kT0, kT0 + kHourUs}, 3, 1)});
+  ASSERT_TRUE(appended.ok());
+  Session session(*lake_);
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto answer,
+      session.Sql("DELETE FROM timelake.\"default\".M WHERE device <> 'dev1'"));
+  ASSERT_EQ(answer->num_rows(), 1);
+  EXPECT_EQ(answer->schema()->field(0)->name(), "rows_deleted");
+  EXPECT_EQ(std::static_pointer_cast<arrow::Int64Scalar>(*answer->column(0)->GetScalar(0))
+                ->value,
+            4);
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 2);
+  auto missing = session.Sql("DELETE FROM nope WHERE true");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(KindOf(missing.status()), ErrorKind::kNotFound)
+      << missing.status().ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Maintenance, ::timelake::testing::kSharedBackends,

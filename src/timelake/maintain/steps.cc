@@ -48,17 +48,6 @@ void Remember(LakeState& lake, const std::string& key, const std::string& bytes)
   lake.objects.Put(key, arrow::Buffer::FromString(bytes));
 }
 
-// A snapshot that replaces files, built and committed with retries.
-struct Replacement {
-  std::string operation;                  // "replace" or "delete"
-  std::vector<format::LiveFile> removed;  // must all be live at commit time
-  std::vector<write::WrittenFile> added;  // new data files
-  int64_t added_sequence_number = 0;      // data sequence number of `added`
-  // The new last-value index (nullptr: keep the parent's).
-  std::shared_ptr<arrow::RecordBatch> index;
-  bool drop_index = false;  // the new snapshot has no index
-};
-
 // A Replacement as a commit::Change: the manifests that list removed files
 // are rewritten over whatever version wins; kConflict when an input file is
 // no longer live there.
@@ -198,11 +187,13 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
     return arrow::Status::OK();
   };
   std::vector<format::ManifestEntry> added;
-  for (const auto& f : change.added) {
-    auto e = commit::NewEntry(f, base, snapshot_id);
+  for (size_t i = 0; i < change.added.size(); ++i) {
+    auto e = commit::NewEntry(change.added[i], base, snapshot_id);
     // The rows keep the newest commit they came from: dedup on read
     // still ranks them below commits made after their inputs.
-    e.sequence_number = change.added_sequence_number;
+    e.sequence_number = i < change.added_sequence_numbers.size()
+                            ? change.added_sequence_numbers[i]
+                            : change.added_sequence_number;
     added.push_back(std::move(e));
   }
   arrow::Status st = write_manifest(added, "added-m");
@@ -252,13 +243,20 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
       {format::summary::kTotalPositionDeletes, "0"},
       {format::summary::kTotalEqualityDeletes, "0"},
   };
-  if (change.index != nullptr) {
-    auto key =
-        WriteLvi(store, base.table_key, snapshot_id, *change.index, NewUuidV7(now));
+  std::shared_ptr<arrow::RecordBatch> index = change.index;
+  bool drop_index = change.drop_index;
+  if (change.index_at) {
+    auto at = change.index_at(base);
+    if (!at.ok()) return WithContext(at.status(), context);
+    index = *at;
+    drop_index = index == nullptr;
+  }
+  if (index != nullptr) {
+    auto key = WriteLvi(store, base.table_key, snapshot_id, *index, NewUuidV7(now));
     if (!key.ok()) return WithContext(key.status(), context);
     written.push_back(*key);
     snap.summary[kLastValueIndexKey] = store.Uri(*key);
-  } else if (!change.drop_index) {
+  } else if (!drop_index) {
     // The rows' newest values are unchanged: the parent's index holds.
     if (auto uri = LviUri(*parent)) snap.summary[kLastValueIndexKey] = *uri;
   }
@@ -266,8 +264,8 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
   return next;
 }
 
-// Commits `change` over the newest version. Errors: kConflict when an input
-// file is no longer live (nothing of this commit is left behind).
+}  // namespace
+
 arrow::Result<std::shared_ptr<const TableState>> CommitReplacement(
     std::shared_ptr<const TableState> base, const Replacement& change,
     const StepOptions& options, const std::string& context) {
@@ -279,6 +277,8 @@ arrow::Result<std::shared_ptr<const TableState>> CommitReplacement(
                            commit::Commit(std::move(base), &replace, copts));
   return outcome.state;
 }
+
+namespace {
 
 // Table versions kept by the orphan sweep besides those in the metadata log.
 constexpr int64_t kKeepVersions = 100;
@@ -305,27 +305,31 @@ arrow::Result<std::shared_ptr<const TableState>> RunRetention(
   }
   if (change.removed.empty()) return table;
   // The index loses the series whose newest row is in a dropped partition:
-  // they have no row left at all.
-  const auto* snapshot = table->metadata.CurrentSnapshot();
-  change.drop_index = true;
-  if (auto uri = snapshot ? LviUri(*snapshot) : std::nullopt) {
-    auto index = ReadLvi(*table, *uri);
-    if (index.ok()) {
-      TIMELAKE_RETURN_NOT_OK(EnsureCompute());
-      const auto& time = (*index)->GetColumnByName(*table->contract.time_column);
-      arrow::BooleanBuilder keep;
-      TIMELAKE_RETURN_NOT_OK(keep.Reserve((*index)->num_rows()));
-      const auto& micros = static_cast<const arrow::TimestampArray&>(*time);
-      for (int64_t i = 0; i < micros.length(); ++i) {
-        const int32_t p = write::PartitionOf(micros.Value(i), layout.chunk);
-        keep.UnsafeAppend(!dropped.count(p));
-      }
-      TIMELAKE_ASSIGN_OR_RAISE(auto mask, keep.Finish());
-      TIMELAKE_ASSIGN_OR_RAISE(auto filtered, cp::Filter(*index, mask));
-      change.index = filtered.record_batch();
-      change.drop_index = false;
+  // they have no row left at all. Decided over the version the commit lands
+  // on, whose index may hold newer rows of appends made meanwhile.
+  const std::string time_column = *table->contract.time_column;
+  const Chunk chunk = layout.chunk;
+  change.index_at =
+      [dropped, time_column, chunk](
+          const TableState& base) -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+    const auto* snapshot = base.metadata.CurrentSnapshot();
+    auto uri = snapshot ? LviUri(*snapshot) : std::nullopt;
+    if (!uri) return nullptr;
+    auto index = ReadLvi(base, *uri);
+    if (!index.ok()) return nullptr;  // `latest` then scans
+    TIMELAKE_RETURN_NOT_OK(EnsureCompute());
+    const auto& time = (*index)->GetColumnByName(time_column);
+    if (time == nullptr) return nullptr;
+    arrow::BooleanBuilder keep;
+    TIMELAKE_RETURN_NOT_OK(keep.Reserve((*index)->num_rows()));
+    const auto& micros = static_cast<const arrow::TimestampArray&>(*time);
+    for (int64_t i = 0; i < micros.length(); ++i) {
+      keep.UnsafeAppend(!dropped.count(write::PartitionOf(micros.Value(i), chunk)));
     }
-  }
+    TIMELAKE_ASSIGN_OR_RAISE(auto mask, keep.Finish());
+    TIMELAKE_ASSIGN_OR_RAISE(auto filtered, cp::Filter(*index, mask));
+    return filtered.record_batch();
+  };
   const std::string context = "dropping " + std::to_string(dropped.size()) +
                               " partitions of " + table->name.ToString() +
                               " past retention";

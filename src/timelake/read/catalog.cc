@@ -304,8 +304,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
       merged > 0 ? MergeSpecOf(table, /*keep_all=*/false) : MergeSpec{};
   TIMELAKE_ASSIGN_OR_RAISE(
       auto batch, PlanBatch(table, survivors, group, merged > 0 ? &spec : nullptr));
-  ScanStats scan{table.name.ToString(), files.size(), pruned, files.size() - pruned,
-                 merged};
+  ScanStats scan;
+  scan.table = table.name.ToString();
+  scan.live = files.size();
+  scan.pruned = pruned;
+  scan.read = files.size() - pruned;
+  scan.merged = merged;
+  for (const format::LiveFile* f : survivors) scan.keys.push_back(f->key);
   if (TraceScans()) std::fprintf(stderr, "%s\n", scan.ToString().c_str());
   if (stats != nullptr) *stats = std::move(scan);
   return batch;

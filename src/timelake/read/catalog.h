@@ -23,11 +23,12 @@ namespace timelake::read {
 
 // What file pruning did for one scan of one table.
 struct ScanStats {
-  std::string table;  // "ns.table"
-  size_t live = 0;    // data files of the current snapshot
-  size_t pruned = 0;  // skipped by partition values and column bounds
-  size_t read = 0;    // handed to DataFusion
-  size_t merged = 0;  // of those, merged by dedup on read
+  std::string table;              // "ns.table"
+  size_t live = 0;                // data files of the current snapshot
+  size_t pruned = 0;              // skipped by partition values and column bounds
+  size_t read = 0;                // handed to DataFusion
+  size_t merged = 0;              // of those, merged by dedup on read
+  std::vector<std::string> keys;  // the keys of the files read (a delete's candidates)
 
   std::string ToString() const;
 };

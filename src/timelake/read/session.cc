@@ -6,6 +6,8 @@
 
 #include <arrow/c/bridge.h>
 #include <arrow/record_batch.h>
+#include <arrow/scalar.h>
+#include <arrow/table.h>
 
 #include "timelake/read/catalog.h"
 #include "timelake/read/session.h"
@@ -70,15 +72,6 @@ std::string NormalizeSettingName(std::string_view sql) {
 
 namespace internal {
 
-struct SessionState {
-  std::shared_ptr<LakeState> lake;
-  SessionSettings settings;
-  std::shared_ptr<read::ScanLog> scans = std::make_shared<read::ScanLog>();
-  TlSession* session = nullptr;
-
-  ~SessionState() { tl_session_free(session); }
-};
-
 namespace {
 
 // The result stream of tl_session_sql as a RecordBatchReader whose errors
@@ -135,8 +128,8 @@ class PlatformStream : public arrow::RecordBatchReader {
   std::shared_ptr<arrow::Schema> schema_;
 };
 
-// A result stream that owns the session it comes from and aligns its
-// batches to the table schema (field ids, exact types).
+// A result stream that owns the session it comes from and, given the table
+// schema, aligns its batches to it (field ids, exact types).
 class MergedReader : public arrow::RecordBatchReader {
  public:
   MergedReader(std::unique_ptr<SessionState> session,
@@ -149,13 +142,19 @@ class MergedReader : public arrow::RecordBatchReader {
   ~MergedReader() override {
     inner_.reset();  // the stream goes before its session
   }
-  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+  std::shared_ptr<arrow::Schema> schema() const override {
+    return schema_ != nullptr ? schema_ : inner_->schema();
+  }
   arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
     std::shared_ptr<arrow::RecordBatch> next;
     auto st = inner_->ReadNext(&next);
     if (!st.ok()) return WithContext(st, context_);
     if (next == nullptr) {
       *batch = nullptr;
+      return arrow::Status::OK();
+    }
+    if (schema_ == nullptr) {
+      *batch = std::move(next);
       return arrow::Status::OK();
     }
     auto aligned = AlignBatch(*next, *schema_);
@@ -173,26 +172,74 @@ class MergedReader : public arrow::RecordBatchReader {
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
-    std::shared_ptr<const TableState> table, std::vector<format::LiveFile> files,
-    bool dedup) {
-  const std::string context =
-      "merging " + std::to_string(files.size()) + " files of " + table->name.ToString();
+namespace {
+
+// Runs `sql` on a session of its own over `lake` (pinning `pinned`'s table to
+// its files when given; scans logged in `log` when given); the reader owns
+// the session and aligns batches to `schema` when given.
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> RunInternal(
+    std::shared_ptr<LakeState> lake, std::shared_ptr<const read::PinnedScan> pinned,
+    std::shared_ptr<read::ScanLog> log, const std::string& sql,
+    std::shared_ptr<arrow::Schema> schema, const std::string& context) {
+  auto state = std::make_unique<SessionState>();
+  state->lake = lake;
+  char* err = nullptr;
+  // One partition: a merge is one sorted stream anyway, and this work runs
+  // beside the caller's own.
+  const int code =
+      tl_session_new(lake->store->raw(),
+                     read::MakeCatalogCallbacks(lake, std::move(log), std::move(pinned)),
+                     1, &state->session, &err);
+  TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, context));
+  struct ArrowArrayStream stream;
+  const int rc = tl_session_sql(state->session, sql.c_str(), &stream, &err);
+  if (rc != TL_OK) return storage::FromPlatform(rc, err, context);
+  auto reader = PlatformStream::Import(&stream);
+  if (!reader.ok()) return WithContext(reader.status(), context);
+  return std::make_shared<MergedReader>(std::move(state), *reader, std::move(schema),
+                                        context);
+}
+
+// A predicate a user wrote, in parentheses; the newline ends a trailing
+// -- comment in it.
+std::string Parenthesized(const std::string& predicate) {
+  return "(" + predicate + "\n)";
+}
+
+std::string FromOf(const TableName& name) {
+  return Quote(name.ns()) + "." + Quote(name.name());
+}
+
+// The single count(*) of a result.
+arrow::Result<int64_t> ReadCount(arrow::RecordBatchReader* reader) {
+  TIMELAKE_ASSIGN_OR_RAISE(auto table, reader->ToTable());
+  if (table->num_rows() != 1 || table->num_columns() != 1)
+    return MakeError(ErrorKind::kInternal,
+                     "count(*) gave " + std::to_string(table->num_rows()) + " rows");
+  TIMELAKE_ASSIGN_OR_RAISE(auto scalar, table->column(0)->GetScalar(0));
+  if (scalar->type->id() != arrow::Type::INT64 || !scalar->is_valid)
+    return MakeError(ErrorKind::kInternal, "count(*) gave " + scalar->ToString());
+  return static_cast<const arrow::Int64Scalar&>(*scalar).value;
+}
+
+std::shared_ptr<read::PinnedScan> Pin(std::shared_ptr<const TableState> table,
+                                      std::vector<format::LiveFile> files, bool dedup) {
   auto pinned = std::make_shared<read::PinnedScan>();
-  pinned->table = table;
+  pinned->table = std::move(table);
   pinned->files = std::move(files);
   pinned->dedup = dedup;
-  auto state = std::make_unique<SessionState>();
-  state->lake = table->lake;
-  char* err = nullptr;
-  // One partition: the merge is one sorted stream anyway, and compaction
-  // runs beside the caller's own work.
-  const int code = tl_session_new(
-      table->lake->store->raw(), read::MakeCatalogCallbacks(table->lake, nullptr, pinned),
-      1, &state->session, &err);
-  TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, context));
-  std::string sql =
-      "SELECT * FROM " + Quote(table->name.ns()) + "." + Quote(table->name.name());
+  return pinned;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
+    std::shared_ptr<const TableState> table, std::vector<format::LiveFile> files,
+    bool dedup, const std::string& drop_where) {
+  const std::string context =
+      "merging " + std::to_string(files.size()) + " files of " + table->name.ToString();
+  std::string sql = "SELECT * FROM " + FromOf(table->name);
+  if (!drop_where.empty()) sql += " WHERE " + Parenthesized(drop_where) + " IS NOT TRUE";
   const auto& contract = table->contract;
   if (contract.time_column) {
     // The merge's own order (nulls first), so DataFusion adds no sort.
@@ -205,20 +252,90 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
     }
     sql += " ORDER BY " + order;
   }
-  struct ArrowArrayStream stream;
-  const int rc = tl_session_sql(state->session, sql.c_str(), &stream, &err);
-  if (rc != TL_OK) return storage::FromPlatform(rc, err, context);
-  auto reader = PlatformStream::Import(&stream);
-  if (!reader.ok()) return WithContext(reader.status(), context);
-  return std::make_shared<MergedReader>(std::move(state), *reader, table->schema,
-                                        context);
+  auto lake = table->lake;
+  auto schema = table->schema;
+  return RunInternal(std::move(lake), Pin(std::move(table), std::move(files), dedup),
+                     nullptr, sql, std::move(schema), context);
+}
+
+arrow::Result<int64_t> CountPinned(std::shared_ptr<const TableState> table,
+                                   std::vector<format::LiveFile> files, bool dedup,
+                                   const std::string& where) {
+  const std::string context =
+      "counting the matching rows of " + std::to_string(files.size()) + " files";
+  const std::string sql =
+      "SELECT count(*) FROM " + FromOf(table->name) + " WHERE " + Parenthesized(where);
+  auto lake = table->lake;
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto reader,
+      RunInternal(std::move(lake), Pin(std::move(table), std::move(files), dedup),
+                  nullptr, sql, nullptr, context));
+  auto count = ReadCount(reader.get());
+  if (!count.ok()) return WithContext(count.status(), context);
+  return *count;
+}
+
+arrow::Result<MatchCount> CountMatches(std::shared_ptr<LakeState> lake,
+                                       const TableName& table, const std::string& where) {
+  const std::string context = "counting the matching rows";
+  auto log = std::make_shared<read::ScanLog>();
+  const std::string sql =
+      "SELECT count(*) FROM " + FromOf(table) + " WHERE " + Parenthesized(where);
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto reader, RunInternal(std::move(lake), nullptr, log, sql, nullptr, context));
+  MatchCount out;
+  auto count = ReadCount(reader.get());
+  if (!count.ok()) return WithContext(count.status(), context);
+  out.rows = *count;
+  const std::string name = table.ToString();
+  for (auto& scan : log->Take()) {
+    if (scan.table != name) continue;  // a subquery's table
+    for (auto& key : scan.keys) out.files.push_back(std::move(key));
+  }
+  return out;
+}
+
+std::string LatestSql(const TableState& table, const std::string& unless) {
+  const auto& contract = table.contract;
+  std::string order = Quote(*contract.time_column) + " DESC";
+  if (!contract.ingest_column.empty())
+    order += ", " + Quote(contract.ingest_column) + " DESC";
+  std::string from = FromOf(table.name);
+  if (!unless.empty()) from += " WHERE " + Parenthesized(unless) + " IS NOT TRUE";
+  // With no series key the whole table is one series.
+  if (contract.series_key.empty())
+    return "SELECT * FROM " + from + " ORDER BY " + order + " LIMIT 1";
+  std::string partition;
+  for (const auto& k : contract.series_key)
+    partition += (partition.empty() ? "" : ", ") + Quote(k);
+  return "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY " + partition +
+         " ORDER BY " + order + ") AS " + kLatestRowNumber + " FROM " + from +
+         ") WHERE " + kLatestRowNumber + " = 1 ORDER BY " + partition;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> LatestUnless(
+    std::shared_ptr<const TableState> table, const std::string& unless) {
+  const std::string context = "finding the newest rows that stay";
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto reader, RunInternal(table->lake, nullptr, nullptr, LatestSql(*table, unless),
+                               nullptr, context));
+  auto rows = reader->ToTable();
+  if (!rows.ok()) return WithContext(rows.status(), context);
+  auto result = *rows;
+  if (result->num_rows() == 0) return nullptr;
+  const int rn = result->schema()->GetFieldIndex(kLatestRowNumber);
+  if (rn >= 0) {
+    TIMELAKE_ASSIGN_OR_RAISE(result, result->RemoveColumn(rn));
+  }
+  TIMELAKE_ASSIGN_OR_RAISE(auto combined, result->CombineChunksToBatch());
+  auto aligned = AlignBatch(*combined, *table->schema);
+  if (!aligned.ok()) return WithContext(aligned.status(), context);
+  return *aligned;
 }
 
 }  // namespace internal
 
 namespace {
-
-constexpr char kRowNumberColumn[] = "__timelake_rn";
 
 // A result stream whose errors carry `context`.
 class NamedReader : public arrow::RecordBatchReader {
@@ -276,7 +393,7 @@ arrow::Status Session::EnsureStarted() {
   return arrow::Status::OK();
 }
 
-arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::Query(
     std::string_view sql) {
   TIMELAKE_RETURN_NOT_OK(EnsureStarted());
   const std::string text = NormalizeSettingName(sql);
@@ -354,27 +471,11 @@ arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(
   }
   // The scan fallback: newest row per series by the tie rule's first two
   // keys (time, then insertion time).
-  std::string order = Quote(*contract.time_column) + " DESC";
-  if (!contract.ingest_column.empty())
-    order += ", " + Quote(contract.ingest_column) + " DESC";
-  const std::string from = Quote(name.ns()) + "." + Quote(name.name());
-  std::string sql;
-  if (contract.series_key.empty()) {
-    sql = "SELECT * FROM " + from + " ORDER BY " + order + " LIMIT 1";
-  } else {
-    std::string partition, series_order;
-    for (const auto& k : contract.series_key) {
-      partition += (partition.empty() ? "" : ", ") + Quote(k);
-      series_order += (series_order.empty() ? "" : ", ") + Quote(k);
-    }
-    sql = "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY " + partition +
-          " ORDER BY " + order + ") AS " + kRowNumberColumn + " FROM " + from +
-          ") WHERE " + kRowNumberColumn + " = 1 ORDER BY " + series_order;
-  }
+  const std::string sql = internal::LatestSql(*state);
   auto result = Sql(sql);
   if (!result.ok()) return WithContext(result.status(), "latest of " + name.ToString());
   auto table = *result;
-  const int rn = table->schema()->GetFieldIndex(kRowNumberColumn);
+  const int rn = table->schema()->GetFieldIndex(internal::kLatestRowNumber);
   if (rn >= 0) {
     TIMELAKE_ASSIGN_OR_RAISE(table, table->RemoveColumn(rn));
   }

@@ -41,10 +41,83 @@ std::vector<std::string> LeadingWords(std::string_view text, size_t n) {
   return words;
 }
 
+bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+bool IsWordChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+
+// DELETE FROM name [WHERE predicate]: the table name in `name` (the parts of
+// a dotted name unquoted and joined by '.', unquoted ones lower-cased as
+// DataFusion folds them, a leading catalog "timelake" dropped), the
+// predicate in `value` (empty: every row).
+arrow::Status ParseDelete(Statement* s) {
+  const std::string_view text = s->text;
+  auto fail = [&](const std::string& what) {
+    return Invalid("line " + std::to_string(s->line) +
+                   ": expected DELETE FROM table [WHERE " + "predicate], " + what +
+                   " in '" + s->text + "'");
+  };
+  size_t i = std::string_view("DELETE").size();
+  while (i < text.size() && IsSpace(text[i])) ++i;
+  const auto words = LeadingWords(text.substr(i), 1);
+  if (words.empty() || words[0] != "FROM") return fail("no FROM");
+  i += 4;
+  std::vector<std::string> parts;
+  for (;;) {
+    while (i < text.size() && IsSpace(text[i])) ++i;
+    std::string part;
+    if (i < text.size() && text[i] == '"') {
+      bool closed = false;
+      for (++i; i < text.size(); ++i) {
+        if (text[i] == '"') {
+          if (i + 1 < text.size() && text[i + 1] == '"') {
+            part += '"';
+            ++i;
+            continue;
+          }
+          closed = true;
+          ++i;
+          break;
+        }
+        part += text[i];
+      }
+      if (!closed || part.empty()) return fail("a bad quoted table name");
+    } else {
+      while (i < text.size() && IsWordChar(text[i])) {
+        part += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+        ++i;
+      }
+      if (part.empty()) return fail("no table name");
+    }
+    parts.push_back(std::move(part));
+    while (i < text.size() && IsSpace(text[i])) ++i;
+    if (i < text.size() && text[i] == '.') {
+      ++i;
+      continue;
+    }
+    break;
+  }
+  if (parts.size() == 3 && parts[0] == "timelake") parts.erase(parts.begin());
+  if (parts.size() > 2) return fail("a name of more than namespace.table");
+  s->name = parts.size() == 2 ? parts[0] + "." + parts[1] : parts[0];
+  if (i == text.size()) return arrow::Status::OK();
+  const auto where = LeadingWords(text.substr(i), 1);
+  if (where.empty() || where[0] != "WHERE") {
+    return fail("'" + std::string(text.substr(i)) + "' after the table name");
+  }
+  s->value = Trim(text.substr(i + 5));
+  if (s->value.empty()) return fail("no predicate after WHERE");
+  return arrow::Status::OK();
+}
+
 // Fills kind, name and value from the text.
 arrow::Status Classify(Statement* s) {
   const auto words = LeadingWords(s->text, 3);
   if (words.empty()) return arrow::Status::OK();
+  if (words[0] == "DELETE") {
+    s->kind = Statement::Kind::kDelete;
+    return ParseDelete(s);
+  }
   if ((words[0] == "CREATE" || words[0] == "REFRESH" || words[0] == "DROP") &&
       words.size() >= 3 && words[1] == "MATERIALIZED" && words[2] == "ROLLUP") {
     s->kind = Statement::Kind::kRollup;

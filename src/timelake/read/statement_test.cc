@@ -52,5 +52,30 @@ TEST(ParseTest, MalformedSetIsAnErrorNamingTheLine) {
                        ErrorKind::kInvalid, "line 2");
 }
 
+TEST(ParseTest, DeleteNamesItsTableAndPredicate) {
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto statements,
+      Session::Parse("delete from IoT.\"Read.ings\" where sensor = 's;1' -- why\n;"
+                     "DELETE FROM timelake.iot.r;DELETE FROM r WHERE(v > 1)"));
+  ASSERT_EQ(statements.size(), 3u);
+  EXPECT_EQ(statements[0].kind, Statement::Kind::kDelete);
+  EXPECT_EQ(statements[0].name, "iot.Read.ings");
+  EXPECT_EQ(statements[0].value, "sensor = 's;1' -- why");
+  EXPECT_EQ(statements[1].kind, Statement::Kind::kDelete);
+  EXPECT_EQ(statements[1].name, "iot.r");
+  EXPECT_EQ(statements[1].value, "");
+  EXPECT_EQ(statements[2].name, "r");
+  EXPECT_EQ(statements[2].value, "(v > 1)");
+}
+
+TEST(ParseTest, MalformedDeleteIsAnErrorSayingWhatWasExpected) {
+  for (const char* text :
+       {"DELETE r", "DELETE FROM", "DELETE FROM r USING s", "DELETE FROM r WHERE",
+        "DELETE FROM a.b.c.d WHERE x", "DELETE FROM \"r WHERE x"}) {
+    testing::ExpectError(Session::Parse(text).status(), ErrorKind::kInvalid,
+                         "expected DELETE FROM table [WHERE predicate]");
+  }
+}
+
 }  // namespace
 }  // namespace timelake
