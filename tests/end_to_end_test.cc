@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -313,6 +314,168 @@ TEST_P(EndToEnd, BadInputChangesNothing) {
   EXPECT_EQ(Files(), before);
   TL_ASSERT_OK_AND_ASSIGN(auto reloaded, table.Refresh());
   EXPECT_EQ(reloaded.version(), 1);
+}
+
+// Serves batches one at a time; instead of batch `fail_at` (if given) it
+// fails, as a source that goes away part-way does.
+class VectorReader : public arrow::RecordBatchReader {
+ public:
+  explicit VectorReader(std::vector<std::shared_ptr<arrow::RecordBatch>> batches,
+                        std::optional<size_t> fail_at = std::nullopt)
+      : batches_(std::move(batches)), fail_at_(fail_at) {}
+
+  std::shared_ptr<arrow::Schema> schema() const override { return Schema(); }
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
+    if (fail_at_ && next_ == *fail_at_)
+      return arrow::Status::IOError("the source went away");
+    *batch = next_ < batches_.size() ? batches_[next_++] : nullptr;
+    return arrow::Status::OK();
+  }
+  // Batches handed out so far.
+  size_t read() const { return next_; }
+
+ private:
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches_;
+  std::optional<size_t> fail_at_;
+  size_t next_ = 0;
+};
+
+// Six batches of 50 rows over two days, three devices: rows 0..199 in
+// batches 0-3, then batches 4 and 5 give rows 100..199 again with new
+// temperatures (so the newest row of every device is given twice, and the
+// later one must win).
+std::vector<std::shared_ptr<arrow::RecordBatch>> StreamBatches() {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
+  for (int b = 0; b < 6; ++b) {
+    std::vector<int64_t> times;
+    std::vector<int32_t> devices;
+    std::vector<double> temps;
+    const int first = (b < 4 ? b : b - 2) * 50;
+    for (int i = 0; i < 50; ++i) {
+      times.push_back(kT0 + (first + i) * (kDayUs / 100));
+      devices.push_back((first + i) % 3);
+      temps.push_back(b * 1000 + i);
+    }
+    out.push_back(Batch(times, devices, temps));
+  }
+  return out;
+}
+
+// The stream in 80-row buffers: four buffers, and the repeated rows in other
+// buffers than the rows they repeat. No inline maintenance: it would compact
+// the files this test counts.
+AppendOptions SmallBuffers() {
+  AppendOptions options;
+  options.buffer_rows = 80;
+  options.auto_maintain = false;
+  return options;
+}
+
+int64_t DataFiles(const std::set<std::string>& keys) {
+  int64_t n = 0;
+  for (const auto& k : keys) n += k.find("/data/") != std::string::npos;
+  return n;
+}
+
+TEST_P(EndToEnd, StreamedAppendIsOneSnapshotWithThePlainAppendsRows) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
+  TL_ASSERT_OK_AND_ASSIGN(auto plain, lake.CreateTable("plain", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto streamed,
+                          lake.CreateTable("streamed", *Schema(), TsOptions()));
+  TL_ASSERT_OK_AND_ASSIGN(auto one, plain.Append(StreamBatches()));
+  VectorReader reader(StreamBatches());
+  TL_ASSERT_OK_AND_ASSIGN(auto chunked, streamed.Append(&reader, SmallBuffers()));
+  EXPECT_EQ(reader.read(), 6u);
+
+  const AppendResult& r = chunked.second;
+  EXPECT_EQ(r.input_rows, one.second.input_rows);
+  EXPECT_EQ(r.input_rows, 300);
+  EXPECT_EQ(one.second.rows, 200);  // one batch: the repeated rows deduplicated
+  EXPECT_EQ(r.rows, 300);           // in other buffers: left to dedup on read
+  EXPECT_EQ(r.partitions, 2);
+  EXPECT_GT(r.files, one.second.files);
+  EXPECT_EQ(r.version, 2);
+  EXPECT_EQ(chunked.first.version(), 2);
+  EXPECT_EQ(chunked.first.Info().snapshots, 1);
+  ASSERT_TRUE(r.snapshot_id.has_value());
+  EXPECT_EQ(chunked.first.current_snapshot_id(), r.snapshot_id);
+  int64_t files = 0;
+  for (const auto& k : Files()) files += k.rfind("default/streamed/data/", 0) == 0;
+  EXPECT_EQ(files, r.files);
+
+  Session session(lake);
+  auto query = [&](const std::string& table) {
+    return session.Sql("SELECT device_id, time, temp FROM " + table +
+                       " ORDER BY device_id, time");
+  };
+  TL_ASSERT_OK_AND_ASSIGN(auto want, query("plain"));
+  TL_ASSERT_OK_AND_ASSIGN(auto got, query("streamed"));
+  EXPECT_EQ(want->num_rows(), 200);
+  EXPECT_TRUE(got->Equals(*want)) << got->ToString() << "\n" << want->ToString();
+
+  // The last-value index merged over the buffers: the repeated newest rows
+  // (batch 5) win, as in the single batch.
+  TL_ASSERT_OK_AND_ASSIGN(auto latest_want, session.Latest("plain"));
+  TL_ASSERT_OK_AND_ASSIGN(auto latest_got, session.Latest("streamed"));
+  ASSERT_EQ(latest_got->num_rows(), 3);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_TRUE(latest_got->column(c)->Equals(latest_want->column(c))) << c;
+  }
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_GE(ScalarDouble(latest_got, 2, i), 5000.0) << i;
+  }
+
+  // The same batch id again: the reader is not even read.
+  AppendOptions tagged = SmallBuffers();
+  tagged.batch_id = "stream-1";
+  VectorReader first(StreamBatches());
+  TL_ASSERT_OK_AND_ASSIGN(auto a, chunked.first.Append(&first, tagged));
+  EXPECT_FALSE(a.second.duplicate_batch);
+  VectorReader again(StreamBatches());
+  TL_ASSERT_OK_AND_ASSIGN(auto b, a.first.Append(&again, tagged));
+  EXPECT_TRUE(b.second.duplicate_batch);
+  EXPECT_EQ(again.read(), 0u);
+  EXPECT_EQ(b.first.version(), a.first.version());
+}
+
+TEST_P(EndToEnd, FailedStreamedAppendLeavesNothing) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("s", *Schema(), TsOptions()));
+  Flush();
+  const auto before = Files();
+
+  // The reader fails after four batches, two buffers of which are written.
+  VectorReader failing(StreamBatches(), /*fail_at=*/4);
+  auto r1 = table.Append(&failing, SmallBuffers());
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.status().message(), "the source went away");  // the reader's own
+  EXPECT_EQ(KindOf(r1.status()), ErrorKind::kStorage);
+
+  // A bad batch half-way: an extra column.
+  auto batches = StreamBatches();
+  auto extra_schema =
+      Schema()->AddField(3, arrow::field("humidity", arrow::float64())).ValueOrDie();
+  auto bad = batches[3];
+  TL_ASSERT_OK_AND_ASSIGN(auto humidity, arrow::MakeArrayOfNull(arrow::float64(), 50));
+  batches[3] = arrow::RecordBatch::Make(
+      extra_schema, 50, {bad->column(0), bad->column(1), bad->column(2), humidity});
+  VectorReader extra(batches);
+  auto r2 = table.Append(&extra, SmallBuffers());
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(KindOf(r2.status()), ErrorKind::kInvalid);
+  EXPECT_NE(r2.status().message().find("batch 3"), std::string::npos)
+      << r2.status().message();
+  EXPECT_NE(r2.status().message().find("humidity"), std::string::npos)
+      << r2.status().message();
+
+  EXPECT_EQ(table.Append(nullptr).status().code(), arrow::StatusCode::Invalid);
+
+  Flush();
+  EXPECT_EQ(Files(), before);
+  EXPECT_EQ(DataFiles(Files()), 0);
+  TL_ASSERT_OK_AND_ASSIGN(auto reloaded, table.Refresh());
+  EXPECT_EQ(reloaded.version(), 1);
+  EXPECT_FALSE(reloaded.current_snapshot_id().has_value());
 }
 
 TEST_P(EndToEnd, CreateErrors) {

@@ -129,6 +129,11 @@ struct AppendOptions {
   // the table's timelake.auto-maintain (true unless set) for a time-series
   // table, and off for a plain table.
   std::optional<bool> auto_maintain;
+  // Rows the streaming Append(reader) holds before it writes them out as
+  // data files: its memory is about this many aligned rows, however long
+  // the stream. The other Append ignores it. Values below 1 count as 1.
+  // Default: 1,000,000.
+  int64_t buffer_rows = 1000000;
 };
 
 // Options for Table::Maintain. Every step is on by default; the rules come
@@ -367,6 +372,27 @@ class Table {
   arrow::Result<std::pair<Table, AppendResult>> Append(
       const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
       const AppendOptions& options = {}) const;
+
+  // Appends a stream of batches as one commit, with bounded memory: the
+  // batches are aligned as they arrive (each on its own: they need not have
+  // `reader`'s schema) and written to data files every
+  // `options.buffer_rows` rows, and everything is committed as one snapshot
+  // once the reader ends (returns a null batch). Until then nothing is
+  // visible; on any error before the commit the files written so far are
+  // deleted and nothing is committed (the commit itself fails as the other
+  // Append's does). Counts, statistics and the last-value index are those of
+  // one Append of all the rows, except that dedup happens within each
+  // buffer of rows: rows of equal keys in different buffers go to different
+  // files (AppendResult::rows counts both), and dedup on read keeps the
+  // later one, since each buffer's rows are stamped with a later
+  // `_ingest_ts` than the buffer's before. With a batch id already
+  // committed, the reader is not read at all (AppendResult::input_rows is
+  // then 0). `reader` is the caller's, used on the calling thread until
+  // the call returns, and not closed. Errors: the reader's own, as it
+  // returned them; otherwise those of the other Append (kInvalid naming
+  // the batch by its position in the stream, from 0, or a null reader).
+  arrow::Result<std::pair<Table, AppendResult>> Append(
+      arrow::RecordBatchReader* reader, const AppendOptions& options = {}) const;
 
   // Maintenance (SPEC §7), in order: retention, compaction, snapshot expiry,
   // deletion of files only expired snapshots used, orphan sweep. Each

@@ -97,52 +97,63 @@ arrow::Result<Table> Table::SetProperties(
   return Table(std::move(outcome.state));
 }
 
-arrow::Result<std::pair<Table, AppendResult>> Table::Append(
-    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
-    const AppendOptions& options) const {
-  const std::string context = "appending to " + state_->name.ToString();
-  const auto& store = *state_->lake->store;
-  const auto start = Clock::now();
-  AppendResult result;
-  result.version = state_->version;
-  result.snapshot_id = state_->metadata.current_snapshot_id;
+namespace {
 
-  std::shared_ptr<const internal::TableState> base = state_;
-  auto duplicate_of = [&](const std::shared_ptr<const internal::TableState>& newest) {
-    AppendResult dup;
-    dup.duplicate_batch = true;
-    dup.version = newest->version;
-    dup.snapshot_id = newest->metadata.current_snapshot_id;
-    return dup;
-  };
+AppendResult DuplicateOf(const internal::TableState& newest, int64_t input_rows) {
+  AppendResult dup;
+  dup.duplicate_batch = true;
+  dup.version = newest.version;
+  dup.snapshot_id = newest.metadata.current_snapshot_id;
+  dup.input_rows = input_rows;
+  return dup;
+}
+
+// The version an append builds on: the handle's, or with a batch id the
+// newest (so that a retry from a stale handle is still recognised). Sets
+// `*duplicate` when that version holds the batch id already.
+arrow::Result<std::shared_ptr<const internal::TableState>> AppendBase(
+    const std::shared_ptr<const internal::TableState>& handle,
+    const AppendOptions& options, const std::string& context, bool* duplicate) {
+  *duplicate = false;
+  std::shared_ptr<const internal::TableState> base = handle;
   if (options.batch_id) {
     if (options.batch_id->empty()) return Invalid(context + ": empty batch id");
-    // Look at the newest version, not just this handle's, so a retry from a
-    // stale handle is still recognised.
-    TIMELAKE_ASSIGN_OR_RAISE(base, internal::LoadTableState(state_->lake, state_->name));
-    if (commit::HasBatchId(base->metadata, *options.batch_id)) {
-      result = duplicate_of(base);
-      for (const auto& b : batches) result.input_rows += b ? b->num_rows() : 0;
-      return std::make_pair(Table(base), result);
-    }
+    TIMELAKE_ASSIGN_OR_RAISE(base, internal::LoadTableState(handle->lake, handle->name));
+    *duplicate = commit::HasBatchId(base->metadata, *options.batch_id);
   }
+  if (!*duplicate) {
+    // Refused before any file is written (the commit asks again).
+    TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*base), context));
+  }
+  return base;
+}
 
-  // Refused before any file is written (the commit asks again).
-  TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*base), context));
-  const auto now = state_->lake->clock->Now();
-  auto layout = internal::LayoutOf(*base);
-  if (!layout.ok()) return layout.status();
-  auto written =
-      write::WriteDataFiles(store, state_->table_key + "/data", *layout, batches, now);
-  if (!written.ok()) return WithContext(written.status(), context);
-  result.input_rows = written->input_rows;
-  result.rows = written->rows;
-  if (written->files.empty()) return std::make_pair(Table(base), result);
+// A table version and what the append that led to it did.
+using Committed = std::pair<std::shared_ptr<const internal::TableState>, AppendResult>;
+
+// Commits the data files an append wrote (`written`, deleted again when
+// nothing commits): one manifest, the optimistic commit, then inline
+// maintenance. `now` names the manifest. Returns the version after it (the
+// newest one when another writer committed the batch id first).
+
+arrow::Result<Committed> CommitWritten(std::shared_ptr<const internal::TableState> base,
+                                       const write::WriteOutput& written,
+                                       const AppendOptions& options,
+                                       internal::TimePoint now, Clock::time_point start,
+                                       const std::string& context) {
+  auto& lake = *base->lake;
+  const auto& store = *lake.store;
+  AppendResult result;
+  result.version = base->version;
+  result.snapshot_id = base->metadata.current_snapshot_id;
+  result.input_rows = written.input_rows;
+  result.rows = written.rows;
+  if (written.files.empty()) return std::make_pair(base, result);
 
   std::vector<std::string> own;
-  for (const auto& f : written->files) {
+  for (const auto& f : written.files) {
     own.push_back(f.key);
-    if (f.footer != nullptr) state_->lake->footers.Put(f.key, f.footer);
+    if (f.footer != nullptr) lake.footers.Put(f.key, f.footer);
   }
 
   // One manifest with the new files; it does not depend on the base version
@@ -150,12 +161,15 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   // once and reused by every commit attempt.
   const int64_t snapshot_id = internal::NewSnapshotId();
   std::vector<format::ManifestEntry> entries;
-  for (const auto& f : written->files) {
+  std::set<std::optional<int32_t>> touched;
+  for (const auto& f : written.files) {
     entries.push_back(commit::NewEntry(f, *base, snapshot_id));
     result.bytes += f.bytes;
+    touched.insert(f.partition);
   }
-  result.files = static_cast<int64_t>(written->files.size());
-  result.partitions = result.files;
+  result.files = static_cast<int64_t>(written.files.size());
+  // A streamed append may write several files of one partition.
+  result.partitions = static_cast<int64_t>(touched.size());
 
   format::ManifestWriteOptions mopts = commit::ManifestOptionsOf(*base);
   auto manifest_bytes = format::WriteManifest(mopts, entries);
@@ -163,17 +177,17 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     DeleteQuietly(store, own);
     return WithContext(manifest_bytes.status(), context);
   }
-  const std::string manifest_key = versions::MetadataPrefix(state_->table_key) + "/" +
+  const std::string manifest_key = versions::MetadataPrefix(base->table_key) + "/" +
                                    internal::NewUuidV7(now) + "-m0.avro";
   if (auto st = store.Put(manifest_key, *manifest_bytes); !st.ok()) {
     DeleteQuietly(store, own);
     return WithContext(st, context);
   }
   own.push_back(manifest_key);
-  state_->lake->objects.Put(manifest_key, arrow::Buffer::FromString(*manifest_bytes));
+  lake.objects.Put(manifest_key, arrow::Buffer::FromString(*manifest_bytes));
   result.commit.write_duration = Since(start);
 
-  commit::AppendChange change(store, *written, std::move(own), manifest_key,
+  commit::AppendChange change(store, written, std::move(own), manifest_key,
                               std::move(*manifest_bytes), std::move(mopts),
                               std::move(entries), snapshot_id, options, result, context);
   commit::CommitOptions copts;
@@ -184,10 +198,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   result.commit.conflicts_rebased = outcome.conflicts_rebased;
   result.commit.commit_duration = outcome.duration;
   if (change.duplicate()) {
-    const int64_t input_rows = result.input_rows;
-    result = duplicate_of(outcome.state);
-    result.input_rows = input_rows;
-    return std::make_pair(Table(outcome.state), result);
+    return std::make_pair(outcome.state, DuplicateOf(*outcome.state, result.input_rows));
   }
   result.snapshot_id = snapshot_id;
   result.version = outcome.state->version;
@@ -195,7 +206,7 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
     // Our own commit is in the table although the put reported a lost race.
     result.sequence_number =
         outcome.state->metadata.FindSnapshot(snapshot_id)->sequence_number;
-    return std::make_pair(Table(outcome.state), result);
+    return std::make_pair(outcome.state, result);
   }
   result.sequence_number = change.sequence_number();
 
@@ -207,8 +218,6 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
                 .GetBool("auto-maintain")
           : arrow::Result<bool>(false);
   if (options.auto_maintain.value_or(auto_maintain.ValueOr(true))) {
-    std::set<std::optional<int32_t>> touched;
-    for (const auto& f : written->files) touched.insert(f.partition);
     auto maintained = internal::MaintainAfterAppend(
         out, touched, std::max(1, options.max_commit_attempts), &result.maintenance);
     if (maintained.ok()) {
@@ -217,7 +226,60 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
       result.maintenance_error = maintained.status().message();
     }
   }
-  return std::make_pair(Table(std::move(out)), result);
+  return std::make_pair(std::move(out), result);
+}
+
+}  // namespace
+
+arrow::Result<std::pair<Table, AppendResult>> Table::Append(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    const AppendOptions& options) const {
+  const std::string context = "appending to " + state_->name.ToString();
+  const auto start = Clock::now();
+  bool duplicate = false;
+  TIMELAKE_ASSIGN_OR_RAISE(auto base, AppendBase(state_, options, context, &duplicate));
+  if (duplicate) {
+    int64_t input_rows = 0;
+    for (const auto& b : batches) input_rows += b ? b->num_rows() : 0;
+    return std::make_pair(Table(base), DuplicateOf(*base, input_rows));
+  }
+  const auto now = state_->lake->clock->Now();
+  TIMELAKE_ASSIGN_OR_RAISE(auto layout, internal::LayoutOf(*base));
+  auto written = write::WriteDataFiles(*state_->lake->store, state_->table_key + "/data",
+                                       layout, batches, now);
+  if (!written.ok()) return WithContext(written.status(), context);
+  TIMELAKE_ASSIGN_OR_RAISE(auto committed, CommitWritten(std::move(base), *written,
+                                                         options, now, start, context));
+  return std::make_pair(Table(std::move(committed.first)), std::move(committed.second));
+}
+
+arrow::Result<std::pair<Table, AppendResult>> Table::Append(
+    arrow::RecordBatchReader* reader, const AppendOptions& options) const {
+  const std::string context = "appending to " + state_->name.ToString();
+  if (reader == nullptr) return Invalid(context + ": the reader is null");
+  const auto start = Clock::now();
+  bool duplicate = false;
+  TIMELAKE_ASSIGN_OR_RAISE(auto base, AppendBase(state_, options, context, &duplicate));
+  // Not read: a re-run of a committed import costs nothing.
+  if (duplicate) return std::make_pair(Table(base), DuplicateOf(*base, 0));
+  TIMELAKE_ASSIGN_OR_RAISE(auto layout, internal::LayoutOf(*base));
+  write::ChunkedWriter writer(*state_->lake->store, state_->table_key + "/data",
+                              std::move(layout), options.buffer_rows,
+                              *state_->lake->clock);
+  while (true) {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    // The reader's errors are the caller's own: passed on as they are (the
+    // writer's destructor deletes what was written).
+    TIMELAKE_RETURN_NOT_OK(reader->ReadNext(&batch));
+    if (batch == nullptr) break;
+    if (auto st = writer.Add(batch); !st.ok()) return WithContext(st, context);
+  }
+  auto written = writer.Finish();
+  if (!written.ok()) return WithContext(written.status(), context);
+  TIMELAKE_ASSIGN_OR_RAISE(auto committed,
+                           CommitWritten(std::move(base), *written, options,
+                                         state_->lake->clock->Now(), start, context));
+  return std::make_pair(Table(std::move(committed.first)), std::move(committed.second));
 }
 
 arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(

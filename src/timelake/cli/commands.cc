@@ -114,11 +114,12 @@ class DemoCommand : public Command {
 };
 
 constexpr std::array kSubcommands = {
-    CommandSpec{"create", "", "Create a table with the schema of a file", false,
-                MakeCreateCommand},
+    CommandSpec{"create", "",
+                "Create a table with the schema of a data file or of a schema file",
+                false, MakeCreateCommand},
     CommandSpec{"append", "import",
-                "Append Parquet, CSV, TSV, NDJSON files (.gz for gzipped text), one "
-                "commit per --commit-rows rows",
+                "Append Parquet, CSV, TSV, NDJSON files (.gz for gzipped text) as one "
+                "commit, all or nothing (or one per --commit-rows rows)",
                 false, MakeAppendCommand},
     CommandSpec{"maintain", "",
                 "Retention, compaction into sorted duplicate-free files of the target "

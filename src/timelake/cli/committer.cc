@@ -19,13 +19,15 @@ BatchCommitter::BatchCommitter(Table table, int64_t commit_rows,
     : table_(std::move(table)),
       schema_(table_.schema()),
       commit_rows_(commit_rows),
-      batch_id_(std::move(batch_id)) {
-  const TableInfo info = table_.Info();
-  if (info.dedup && info.time_column.has_value()) {
-    std::vector<std::string> key = info.series_key;
-    key.push_back(*info.time_column);
-    dedup_key_ = fmt::format("({})", fmt::join(key, ", "));
-  }
+      batch_id_(std::move(batch_id)),
+      dedup_key_(DedupKeyOf(table_)) {}
+
+std::string DedupKeyOf(const Table& table) {
+  const TableInfo info = table.Info();
+  if (!info.dedup || !info.time_column.has_value()) return "";
+  std::vector<std::string> key = info.series_key;
+  key.push_back(*info.time_column);
+  return fmt::format("({})", fmt::join(key, ", "));
 }
 
 arrow::Status BatchCommitter::Add(const std::shared_ptr<arrow::RecordBatch>& batch) {
@@ -62,31 +64,35 @@ arrow::Status BatchCommitter::Commit(bool end_of_input) {
             ? *batch_id_
             : fmt::format("{}#{}-{}", *batch_id_, committed_input_rows_, end_row);
   }
-  committed_input_rows_ += pending_rows_;
   ARROW_ASSIGN_OR_RAISE(auto appended, table_.Append(pending_, options));
   const int64_t given = pending_rows_;
+  committed_input_rows_ += given;
   pending_.clear();
   pending_rows_ = 0;
   table_ = std::move(appended.first);
-  const AppendResult& result = appended.second;
+  AddAppend(appended.second, given, &totals_);
+  return arrow::Status::OK();
+}
+
+void AddAppend(const AppendResult& result, int64_t given,
+               BatchCommitter::Totals* totals) {
   if (result.duplicate_batch) {
-    ++totals_.duplicate_commits;
-    totals_.skipped_rows += given;
-    return arrow::Status::OK();
+    ++totals->duplicate_commits;
+    totals->skipped_rows += given;
+    return;
   }
-  totals_.duplicates_replaced += given - result.rows;
-  ++totals_.commits;
-  totals_.compactions += result.maintenance.partitions_compacted;
+  totals->duplicates_replaced += given - result.rows;
+  ++totals->commits;
+  totals->compactions += result.maintenance.partitions_compacted;
   if (!result.maintenance_error.empty()) {
     // The rows are committed; only the tidying after them failed.
     std::cerr << "timelake: warning: maintenance after the append failed (the rows are "
                  "committed; `timelake maintain` retries it): "
               << result.maintenance_error << std::endl;
   }
-  totals_.rows += result.rows;
-  totals_.files += result.files;
-  totals_.bytes += result.bytes;
-  return arrow::Status::OK();
+  totals->rows += result.rows;
+  totals->files += result.files;
+  totals->bytes += result.bytes;
 }
 
 std::string DescribeTotals(std::string_view verb, std::string_view source,
@@ -104,23 +110,26 @@ std::string DescribeTotals(std::string_view verb, std::string_view source,
     text += fmt::format(", {} rows/s",
                         FormatCount(static_cast<double>(totals.rows) / seconds));
   }
+  std::vector<std::string> why;
   if (totals.input_rows != totals.rows) {
-    text += fmt::format(" ({} given", FormatInteger(totals.input_rows));
-    if (totals.duplicates_replaced > 0) {
-      text +=
-          dedup_key.empty()
-              ? fmt::format("; {} dropped as duplicates",
-                            plural(totals.duplicates_replaced, "row", "rows"))
-              : fmt::format("; {} of {} replaced",
-                            plural(totals.duplicates_replaced, "duplicate", "duplicates"),
-                            dedup_key);
-    }
-    if (totals.duplicate_commits > 0) {
-      text += fmt::format("; skipped {} already committed",
-                          plural(totals.duplicate_commits, "batch", "batches"));
-    }
-    text += ")";
+    why.push_back(fmt::format("{} given", FormatInteger(totals.input_rows)));
   }
+  if (totals.duplicates_replaced > 0) {
+    why.push_back(
+        dedup_key.empty()
+            ? fmt::format("{} dropped as duplicates",
+                          plural(totals.duplicates_replaced, "row", "rows"))
+            : fmt::format("{} of {} replaced",
+                          plural(totals.duplicates_replaced, "duplicate", "duplicates"),
+                          dedup_key));
+  }
+  // Also when nothing was read: a one-commit import whose batch id is in the
+  // table already is not read again.
+  if (totals.duplicate_commits > 0) {
+    why.push_back(fmt::format("skipped {} already committed",
+                              plural(totals.duplicate_commits, "batch", "batches")));
+  }
+  if (!why.empty()) text += fmt::format(" ({})", fmt::join(why, "; "));
   return text;
 }
 

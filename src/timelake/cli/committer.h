@@ -21,9 +21,12 @@
 namespace timelake::cli {
 
 // Appends record batches to a table in commits of `commit_rows` rows (the last
-// one fewer): a large import becomes a bounded number of commits, and memory
-// stays bounded by one commit's worth of rows. Batches are aligned to the table
-// schema as they arrive, so a bad batch fails before anything of it is written.
+// one fewer): `append --commit-rows` and `demo`, where a large import becomes
+// a bounded number of commits, each visible at once, and memory stays
+// bounded by one commit's worth of rows. (An import that must be
+// all-or-nothing streams into one Table::Append of a reader instead.) Batches are aligned
+// to the table schema as they arrive, so a bad batch fails before anything of it is
+// written.
 //
 // With a batch id, commit k (from 1) is tagged "<id>" for k = 1 and "<id>#k"
 // after: re-running the same import after a failure skips the commits that
@@ -54,12 +57,14 @@ class BatchCommitter {
 
   // The table as of the last commit.
   const Table& table() const { return table_; }
-  // What makes two rows of the table duplicates, e.g. "(sensor, ts)"; empty
-  // when the table keeps every row.
+  // DedupKeyOf(table()).
   const std::string& dedup_key() const { return dedup_key_; }
   const Totals& totals() const { return totals_; }
   // Rows added and not committed yet.
   int64_t pending_rows() const { return pending_rows_; }
+  // Input rows of the commits made, or skipped as made by an earlier run:
+  // the first committed_input_rows() rows added are in the table.
+  int64_t committed_input_rows() const { return committed_input_rows_; }
   // Inline maintenance after each commit: nullopt follows the table.
   void set_auto_maintain(std::optional<bool> on) { auto_maintain_ = on; }
 
@@ -75,18 +80,27 @@ class BatchCommitter {
   int64_t commit_rows_;
   std::optional<std::string> batch_id_;
   std::vector<std::shared_ptr<arrow::RecordBatch>> pending_;
-  int64_t committed_input_rows_ = 0;  // input rows before the pending ones
+  int64_t committed_input_rows_ = 0;  // input rows of the commits made
   int64_t pending_rows_ = 0;
   std::optional<bool> auto_maintain_;
   std::string dedup_key_;
   Totals totals_;
 };
 
+// What makes two rows of `table` duplicates, e.g. "(sensor, ts)"; empty when
+// the table keeps every row.
+std::string DedupKeyOf(const Table& table);
+
+// Adds what one Table::Append of `given` input rows did to `totals`, and
+// warns on stderr when the inline maintenance after it failed (the rows stay
+// committed).
+void AddAppend(const AppendResult& result, int64_t given, BatchCommitter::Totals* totals);
+
 // "<verb> 864,000 rows<source> in 1 commit: 1 data file, 5.2 MiB, 2.88 s, 300k
 // rows/s", where `source` is e.g. " from 3 files" or empty; when fewer rows
 // were committed than given, why: "(4 given; 2 duplicates of (sensor, ts)
-// replaced; skipped 1 batch already committed)". `dedup_key` is the
-// committer's dedup_key().
+// replaced; skipped 1 batch already committed)". `dedup_key` is
+// DedupKeyOf the table.
 std::string DescribeTotals(std::string_view verb, std::string_view source,
                            const BatchCommitter::Totals& totals, double seconds,
                            std::string_view dedup_key = {});

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <system_error>
 #include <utility>
+#include <vector>
 
+#include <arrow/compute/api.h>
 #include <arrow/csv/api.h>
 #include <arrow/io/compressed.h>
 #include <arrow/io/file.h>
@@ -60,6 +62,49 @@ class CountingInputStream : public arrow::io::InputStream {
 // are big; small enough that memory stays a few blocks per file.
 constexpr int32_t kTextBlockBytes = 8 << 20;
 
+// The text of a file, through counters of its bytes, decompressed when it is
+// gzipped.
+struct TextStream {
+  std::unique_ptr<arrow::util::Codec> codec;  // outlives the streams using it
+  std::shared_ptr<CountingInputStream> raw;   // the file's bytes
+  // The decompressor's output, when the file is gzipped.
+  std::shared_ptr<CountingInputStream> inflated;
+  std::shared_ptr<arrow::io::InputStream> text;
+};
+
+arrow::Result<TextStream> OpenTextStream(const InputSpec& spec) {
+  TextStream out;
+  ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(spec.path));
+  out.raw = std::make_shared<CountingInputStream>(file);
+  out.text = out.raw;
+  if (spec.gzip) {
+    ARROW_ASSIGN_OR_RAISE(out.codec,
+                          arrow::util::Codec::Create(arrow::Compression::GZIP));
+    ARROW_ASSIGN_OR_RAISE(auto inflating, arrow::io::CompressedInputStream::Make(
+                                              out.codec.get(), out.text));
+    out.inflated = std::make_shared<CountingInputStream>(inflating);
+    out.text = out.inflated;
+  }
+  return out;
+}
+
+struct CsvOptions {
+  arrow::csv::ReadOptions read = arrow::csv::ReadOptions::Defaults();
+  arrow::csv::ParseOptions parse = arrow::csv::ParseOptions::Defaults();
+  arrow::csv::ConvertOptions convert = arrow::csv::ConvertOptions::Defaults();
+};
+
+CsvOptions CsvOptionsOf(const InputSpec& spec) {
+  CsvOptions options;
+  options.read.block_size = kTextBlockBytes;
+  if (spec.format == InputFormat::kTsv) options.parse.delimiter = '\t';
+  // Nulls are empty fields and an empty string is "" (as `sql --format csv`
+  // writes them), so both survive a round trip.
+  options.convert.strings_can_be_null = true;
+  options.convert.quoted_strings_can_be_null = false;
+  return options;
+}
+
 class ParquetInput : public InputFile {
  public:
   static arrow::Result<std::unique_ptr<InputFile>> Open(const InputSpec& spec) {
@@ -109,17 +154,8 @@ class TextInput : public InputFile {
   static arrow::Result<std::unique_ptr<InputFile>> Open(
       const InputSpec& spec, const arrow::Schema* table_schema) {
     auto input = std::unique_ptr<TextInput>(new TextInput());
-    ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(spec.path));
-    input->raw_ = std::make_shared<CountingInputStream>(file);
-    std::shared_ptr<arrow::io::InputStream> stream = input->raw_;
-    if (spec.gzip) {
-      ARROW_ASSIGN_OR_RAISE(input->codec_,
-                            arrow::util::Codec::Create(arrow::Compression::GZIP));
-      ARROW_ASSIGN_OR_RAISE(
-          stream, arrow::io::CompressedInputStream::Make(input->codec_.get(), stream));
-      input->inflated_ = std::make_shared<CountingInputStream>(stream);
-      stream = input->inflated_;
-    }
+    ARROW_ASSIGN_OR_RAISE(input->stream_, OpenTextStream(spec));
+    const std::shared_ptr<arrow::io::InputStream>& stream = input->stream_.text;
     if (spec.format == InputFormat::kNdjson) {
       auto read_options = arrow::json::ReadOptions::Defaults();
       read_options.block_size = kTextBlockBytes;
@@ -141,25 +177,17 @@ class TextInput : public InputFile {
       ARROW_ASSIGN_OR_RAISE(input->json_, arrow::json::StreamingReader::Make(
                                               stream, read_options, parse_options));
     } else {
-      auto read_options = arrow::csv::ReadOptions::Defaults();
-      read_options.block_size = kTextBlockBytes;
-      auto parse_options = arrow::csv::ParseOptions::Defaults();
-      if (spec.format == InputFormat::kTsv) parse_options.delimiter = '\t';
-      auto convert_options = arrow::csv::ConvertOptions::Defaults();
-      // Nulls are empty fields and an empty string is "" (as `sql --format csv`
-      // writes them), so both survive a round trip.
-      convert_options.strings_can_be_null = true;
-      convert_options.quoted_strings_can_be_null = false;
+      CsvOptions options = CsvOptionsOf(spec);
       if (table_schema != nullptr) {
         for (const auto& field : table_schema->fields()) {
           if (field->type()->id() == arrow::Type::TIMESTAMP) continue;
-          convert_options.column_types[field->name()] = field->type();
+          options.convert.column_types[field->name()] = field->type();
         }
       }
       ARROW_ASSIGN_OR_RAISE(
           input->csv_, arrow::csv::StreamingReader::Make(arrow::io::default_io_context(),
-                                                         stream, read_options,
-                                                         parse_options, convert_options));
+                                                         stream, options.read,
+                                                         options.parse, options.convert));
     }
     return input;
   }
@@ -184,25 +212,139 @@ class TextInput : public InputFile {
   int64_t bytes_done() const override {
     const int64_t consumed =
         json_ != nullptr ? json_->bytes_processed() : csv_->bytes_read();
-    if (inflated_ == nullptr) return consumed;
-    const int64_t inflated = inflated_->count();
+    if (stream_.inflated == nullptr) return consumed;
+    const int64_t inflated = stream_.inflated->count();
     if (inflated <= 0) return 0;
     return static_cast<int64_t>(static_cast<double>(consumed) *
-                                static_cast<double>(raw_->count()) /
+                                static_cast<double>(stream_.raw->count()) /
                                 static_cast<double>(inflated));
   }
 
  private:
   TextInput() = default;
-  std::shared_ptr<CountingInputStream> raw_;
-  // The decompressor's output, when the file is gzipped.
-  std::shared_ptr<CountingInputStream> inflated_;
-  std::unique_ptr<arrow::util::Codec> codec_;  // outlives the stream using it
+  TextStream stream_;  // outlives the readers of it
   std::shared_ptr<arrow::csv::StreamingReader> csv_;
   std::shared_ptr<arrow::json::StreamingReader> json_;
 };
 
+// Whether every value of `values` (text) reads as `type`.
+bool Holds(const arrow::Array& values, const std::shared_ptr<arrow::DataType>& type) {
+  if (type->id() == arrow::Type::STRING) return true;
+  if (type->id() == arrow::Type::NA) return values.null_count() == values.length();
+  return arrow::compute::Cast(values, type, arrow::compute::CastOptions::Safe(type)).ok();
+}
+
+// One column of InferWholeFile: the type that holds every value read so far.
+struct Inferred {
+  Widening widening;
+  int index = 0;  // in the batches of the pass
+};
+
+// Widens `column` to hold `values` too, rows `first_row`… of the file.
+void Widen(Inferred* column, const std::shared_ptr<arrow::Array>& values,
+           int64_t first_row) {
+  auto& w = column->widening;
+  if (values->null_count() == values->length() || Holds(*values, w.type)) return;
+  std::vector<std::shared_ptr<arrow::DataType>> wider;
+  switch (w.type->id()) {
+    case arrow::Type::NA:
+      wider = {arrow::int64(), arrow::boolean(), arrow::float64()};
+      break;
+    case arrow::Type::INT64:
+      wider = {arrow::float64()};
+      break;
+    default:
+      break;
+  }
+  wider.push_back(arrow::utf8());
+  // The first value the inferred type cannot hold, found once: bisection
+  // keeps the half that holds it, which costs about one more cast of the
+  // batch.
+  if (w.row == 0 && w.first->id() != arrow::Type::NA) {
+    int64_t offset = 0, length = values->length();
+    while (length > 1) {
+      const int64_t half = length / 2;
+      if (!Holds(*values->Slice(offset, half), w.first)) {
+        length = half;
+      } else {
+        offset += half;
+        length -= half;
+      }
+    }
+    w.row = first_row + offset + 1;
+    auto value = values->GetScalar(offset);
+    if (value.ok()) w.value = (*value)->ToString();
+  }
+  for (const auto& type : wider) {
+    if (Holds(*values, type)) {
+      w.type = type;
+      return;
+    }
+  }
+}
+
 }  // namespace
+
+arrow::Result<std::vector<Widening>> InferWholeFile(const InputSpec& spec,
+                                                    const arrow::Schema& first,
+                                                    const std::set<std::string>& fixed) {
+  std::vector<Widening> out;
+  std::error_code error;
+  if ((spec.format != InputFormat::kCsv && spec.format != InputFormat::kTsv) ||
+      !std::filesystem::is_regular_file(spec.path, error)) {
+    return out;
+  }
+  // Timestamps, dates and strings are left as inferred: text that is not a
+  // time in a time column is for TimeReading to name, and a string holds
+  // anything.
+  std::vector<Inferred> columns;
+  CsvOptions options = CsvOptionsOf(spec);
+  for (const auto& field : first.fields()) {
+    const auto id = field->type()->id();
+    if (fixed.count(field->name()) > 0 ||
+        (id != arrow::Type::NA && id != arrow::Type::INT64 && id != arrow::Type::DOUBLE &&
+         id != arrow::Type::BOOL)) {
+      continue;
+    }
+    Inferred column;
+    column.widening.column = field->name();
+    column.widening.first = field->type();
+    column.widening.type = field->type();
+    column.index = static_cast<int>(columns.size());
+    columns.push_back(std::move(column));
+    options.convert.include_columns.push_back(field->name());
+    options.convert.column_types[field->name()] = arrow::utf8();
+  }
+  if (columns.empty()) return out;
+
+  auto pass = [&]() -> arrow::Status {
+    ARROW_ASSIGN_OR_RAISE(TextStream stream, OpenTextStream(spec));
+    ARROW_ASSIGN_OR_RAISE(auto reader, arrow::csv::StreamingReader::Make(
+                                           arrow::io::default_io_context(), stream.text,
+                                           options.read, options.parse, options.convert));
+    int64_t rows = 0;
+    while (true) {
+      std::shared_ptr<arrow::RecordBatch> batch;
+      ARROW_RETURN_NOT_OK(reader->ReadNext(&batch));
+      if (batch == nullptr) break;
+      bool all_text = true;
+      for (auto& column : columns) {
+        Widen(&column, batch->column(column.index), rows);
+        all_text = all_text && column.widening.type->id() == arrow::Type::STRING;
+      }
+      rows += batch->num_rows();
+      if (all_text) break;  // nothing can widen further
+    }
+    return reader->Close();
+  };
+  if (auto st = pass(); !st.ok()) return WithContext(st, "reading " + spec.path);
+  for (auto& column : columns) {
+    if (!column.widening.type->Equals(*column.widening.first)) {
+      out.push_back(std::move(column.widening));
+    }
+  }
+  return out;
+}
 
 arrow::Result<InputFormat> ParseInputFormat(std::string_view text) {
   if (text == "parquet") return InputFormat::kParquet;

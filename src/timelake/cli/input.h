@@ -18,8 +18,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
@@ -68,6 +70,33 @@ class InputFile {
 // of the Arrow readers, with the path as context.
 arrow::Result<std::unique_ptr<InputFile>> OpenInput(const InputSpec& spec,
                                                     const arrow::Schema* table_schema);
+
+// A column whose first rows (the block Arrow infers types from, 8 MiB of
+// text) suggest a narrower type than the whole file holds.
+struct Widening {
+  std::string column;
+  std::shared_ptr<arrow::DataType> first;  // inferred from the first rows
+  std::shared_ptr<arrow::DataType> type;   // holds every value of the file
+  // The first row (from 1, the header not counted) that `first` cannot hold,
+  // and its text; 0 and "" when `first` is the null type (no values).
+  int64_t row = 0;
+  std::string value;
+};
+
+// Type inference over the whole of a CSV or TSV regular file, for a table
+// created from it: a later `51.0` in a column whose first million rows are
+// integers must not fail the import after the table is made. `first` is the
+// schema OpenInput inferred (from the first rows). Only columns Arrow may
+// have guessed too narrow are read again, as text, over the whole file:
+// int64 widens to float64, then string; float64 and bool widen to string; a
+// column empty in the first rows takes the narrowest of int64, bool,
+// float64 and string that holds its values. Columns in `fixed` (the user's
+// --column types) are left alone. Returns the columns that widen, in file
+// order; nothing for other formats and for what is not a regular file.
+// Errors: those of the Arrow CSV reader, with the path as context.
+arrow::Result<std::vector<Widening>> InferWholeFile(const InputSpec& spec,
+                                                    const arrow::Schema& first,
+                                                    const std::set<std::string>& fixed);
 
 }  // namespace timelake::cli
 

@@ -434,6 +434,84 @@ arrow::Result<WriteOutput> WriteDataFiles(
   return out;
 }
 
+ChunkedWriter::ChunkedWriter(const storage::Store& store, std::string data_prefix,
+                             Layout layout, int64_t chunk_rows,
+                             const internal::Clock& clock)
+    : store_(store),
+      data_prefix_(std::move(data_prefix)),
+      layout_(std::move(layout)),
+      chunk_rows_(std::max<int64_t>(1, chunk_rows)),
+      clock_(clock) {}
+
+ChunkedWriter::~ChunkedWriter() { Abort(); }
+
+arrow::Status ChunkedWriter::Add(const std::shared_ptr<arrow::RecordBatch>& batch) {
+  const int64_t index = batches_++;
+  if (!batch) return Invalid("batch " + std::to_string(index) + " is null");
+  auto aligned = AlignBatch(*batch, *layout_.schema);
+  if (!aligned.ok()) {
+    return WithContext(aligned.status(), "batch " + std::to_string(index));
+  }
+  std::shared_ptr<arrow::RecordBatch> rows = std::move(*aligned);
+  out_.input_rows += rows->num_rows();
+  // Cut at the chunk boundary (slices are zero-copy), so that a chunk is
+  // chunk_rows rows whatever the caller's batch sizes.
+  while (pending_rows_ + rows->num_rows() >= chunk_rows_) {
+    const int64_t take = chunk_rows_ - pending_rows_;
+    pending_.push_back(rows->Slice(0, take));
+    pending_rows_ += take;
+    TIMELAKE_RETURN_NOT_OK(WriteChunk());
+    rows = rows->Slice(take);
+  }
+  if (rows->num_rows() > 0) {
+    pending_rows_ += rows->num_rows();
+    pending_.push_back(std::move(rows));
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Status ChunkedWriter::WriteChunk() {
+  if (pending_rows_ == 0) return arrow::Status::OK();
+  auto stamp = clock_.Now();
+  if (last_stamp_ && stamp <= *last_stamp_) {
+    stamp = *last_stamp_ + std::chrono::microseconds(1);
+  }
+  last_stamp_ = stamp;
+  // The batches are aligned already: WriteDataFiles's own alignment is a
+  // check that costs no copy.
+  auto written = WriteDataFiles(store_, data_prefix_, layout_, pending_, stamp);
+  pending_.clear();
+  pending_rows_ = 0;
+  TIMELAKE_RETURN_NOT_OK(written.status());
+  out_.rows += written->rows;
+  for (auto& f : written->files) out_.files.push_back(std::move(f));
+  if (written->latest != nullptr) {
+    if (out_.latest == nullptr) {
+      out_.latest = written->latest;
+    } else {
+      TIMELAKE_ASSIGN_OR_RAISE(
+          out_.latest,
+          LatestPerSeries({out_.latest, written->latest}, *layout_.time_column,
+                          layout_.series_key, layout_.ingest_column));
+    }
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<WriteOutput> ChunkedWriter::Finish() {
+  TIMELAKE_RETURN_NOT_OK(WriteChunk());
+  WriteOutput out = std::move(out_);
+  out_ = WriteOutput();
+  return out;
+}
+
+void ChunkedWriter::Abort() {
+  for (const auto& f : out_.files) (void)store_.Delete(f.key);
+  out_ = WriteOutput();
+  pending_.clear();
+  pending_rows_ = 0;
+}
+
 // One open output file of a SortedFileWriter, with the statistics of what
 // went into it: counts, and per column the min and max of every batch,
 // reduced once the file is complete.

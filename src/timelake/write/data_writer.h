@@ -84,6 +84,51 @@ arrow::Result<WriteOutput> WriteDataFiles(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
     internal::TimePoint now);
 
+// Writes the batches of one append as they arrive, a chunk at a time: once
+// `chunk_rows` rows wait (batches are cut at the boundary), WriteDataFiles
+// writes them, so memory holds about one chunk of aligned rows however long
+// the stream. Every chunk's output adds up into one WriteOutput for one
+// commit: files in order, counts summed, and the newest row per series merged
+// (a later chunk wins full ties, as a later row of one batch does). Dedup is
+// within a chunk; rows of equal keys in different chunks land in different
+// files of the same snapshot, and dedup on read keeps the later one, because
+// each chunk is stamped with an insertion time strictly later than the
+// chunk's before it (the clock's time, or one microsecond after the previous
+// chunk's). Files written and not handed out by Finish() are deleted by
+// Abort() and by the destructor. Not thread-safe.
+class ChunkedWriter {
+ public:
+  ChunkedWriter(const storage::Store& store, std::string data_prefix, Layout layout,
+                int64_t chunk_rows, const internal::Clock& clock);
+  ~ChunkedWriter();
+  ChunkedWriter(const ChunkedWriter&) = delete;
+  ChunkedWriter& operator=(const ChunkedWriter&) = delete;
+
+  // Aligns `batch` to the table schema (an error names it by its position
+  // in the stream, from 0) and writes a chunk once enough rows wait.
+  // Errors: kInvalid for bad data, kStorage; then Abort() is due.
+  arrow::Status Add(const std::shared_ptr<arrow::RecordBatch>& batch);
+  // Writes the rows still waiting and hands out everything written; the
+  // caller owns the files from then on. Errors: those of Add.
+  arrow::Result<WriteOutput> Finish();
+  // Deletes every file written so far and drops the rows waiting.
+  void Abort();
+
+ private:
+  arrow::Status WriteChunk();
+
+  const storage::Store& store_;
+  std::string data_prefix_;
+  Layout layout_;
+  int64_t chunk_rows_;
+  const internal::Clock& clock_;
+  std::optional<internal::TimePoint> last_stamp_;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> pending_;
+  int64_t pending_rows_ = 0;
+  int64_t batches_ = 0;  // batches given to Add
+  WriteOutput out_;
+};
+
 // Writes rows that arrive already sorted and deduplicated (a compaction's
 // merge) into the files of one partition, streaming: a new file starts once
 // the current one holds `target_rows` rows or `target_bytes` bytes, so about
