@@ -154,17 +154,22 @@ class DeleteCommand : public Command {
                                table.name().ToString())
                 << std::endl;
     } else {
+      const auto counted = [](int64_t n, std::string_view what) {
+        return fmt::format("{} {}{}", FormatInteger(n), what, n == 1 ? "" : "s");
+      };
       std::cout << fmt::format(
-                       "deleted {} rows from {} in {:.2f} s: version {}; {} partitions, "
-                       "{} files removed ({} rewritten into {}, {} rows copied)",
-                       FormatInteger(r.rows_deleted), table.name().ToString(), seconds,
-                       r.version, r.partitions, r.files_removed, r.files_rewritten,
-                       r.files_written, FormatInteger(r.rows_rewritten))
+                       "deleted {} from {} in {:.2f} s: version {}; {}, {} removed ({} "
+                       "rewritten into {}, {} copied)",
+                       counted(r.rows_deleted, "row"), table.name().ToString(), seconds,
+                       r.version, counted(r.partitions, "partition"),
+                       counted(r.files_removed, "file"), r.files_rewritten,
+                       r.files_written, counted(r.rows_rewritten, "row"))
                 << std::endl;
     }
     if (purge_) {
-      std::cout << fmt::format("purged: {} snapshots expired, {} files deleted",
-                               r.snapshots_expired, r.files_deleted)
+      std::cout << fmt::format("purged: {} snapshot{} expired, {} file{} deleted",
+                               r.snapshots_expired, r.snapshots_expired == 1 ? "" : "s",
+                               r.files_deleted, r.files_deleted == 1 ? "" : "s")
                 << std::endl;
     } else if (r.snapshot_id) {
       std::cout << "the old files stay for older snapshots until snapshot expiry "

@@ -151,13 +151,16 @@ arrow::Result<std::shared_ptr<const TableState>> DeleteOnce(
   const auto now = table->lake->clock->Now();
   for (auto& group : groups) {
     const auto partition = PartitionValueOf(group.front());
-    auto matched = CountPinned(table, group, dedup, where);
-    if (!matched.ok()) {
+    // A dedup partition is merged for the count, so its visible total
+    // comes in the same pass; a plain file's total is in its metadata.
+    auto pinned = CountPinned(table, group, dedup, where, /*with_total=*/dedup);
+    if (!pinned.ok()) {
       abandon();
-      return WithContext(matched.status(), context);
+      return WithContext(pinned.status(), context);
     }
-    if (*matched == 0) continue;
-    rows_deleted += *matched;
+    const int64_t matched = pinned->matching;
+    if (matched == 0) continue;
+    rows_deleted += matched;
     partitions.insert(partition);
     int64_t rows = 0, bytes = 0, seq = 0;
     for (const auto& f : group) {
@@ -165,9 +168,15 @@ arrow::Result<std::shared_ptr<const TableState>> DeleteOnce(
       bytes += f.data_file.file_size_in_bytes;
       seq = std::max(seq, f.sequence_number.value_or(0));
     }
-    if (!dedup && *matched == rows) {
-      // Every row of the file goes: it is dropped, not rewritten.
-      change.removed.push_back(group.front());
+    if (matched == pinned->total.value_or(rows)) {
+      // Every row goes (a wrong day, everything before a time): the files
+      // are dropped, not read again.
+      if (options.progress) {
+        options.progress("dropped " + PartitionName(layout, partition) + ": " +
+                         std::to_string(group.size()) + " files, " +
+                         std::to_string(matched) + " rows deleted");
+      }
+      for (auto& f : group) change.removed.push_back(std::move(f));
       continue;
     }
     const double per_row = rows > 0 ? static_cast<double>(bytes) / rows : 1.0;
@@ -211,7 +220,7 @@ arrow::Result<std::shared_ptr<const TableState>> DeleteOnce(
     if (options.progress) {
       options.progress("rewrote " + PartitionName(layout, partition) + ": " +
                        std::to_string(group.size()) + " files -> " +
-                       std::to_string(written->size()) + ", " + std::to_string(*matched) +
+                       std::to_string(written->size()) + ", " + std::to_string(matched) +
                        " rows deleted");
     }
   }

@@ -210,16 +210,21 @@ std::string FromOf(const TableName& name) {
   return Quote(name.ns()) + "." + Quote(name.name());
 }
 
-// The single count(*) of a result.
-arrow::Result<int64_t> ReadCount(arrow::RecordBatchReader* reader) {
+// The one row of `n` counts a result holds.
+arrow::Result<std::vector<int64_t>> ReadCounts(arrow::RecordBatchReader* reader, int n) {
   TIMELAKE_ASSIGN_OR_RAISE(auto table, reader->ToTable());
-  if (table->num_rows() != 1 || table->num_columns() != 1)
+  if (table->num_rows() != 1 || table->num_columns() != n) {
     return MakeError(ErrorKind::kInternal,
-                     "count(*) gave " + std::to_string(table->num_rows()) + " rows");
-  TIMELAKE_ASSIGN_OR_RAISE(auto scalar, table->column(0)->GetScalar(0));
-  if (scalar->type->id() != arrow::Type::INT64 || !scalar->is_valid)
-    return MakeError(ErrorKind::kInternal, "count(*) gave " + scalar->ToString());
-  return static_cast<const arrow::Int64Scalar&>(*scalar).value;
+                     "a count gave " + std::to_string(table->num_rows()) + " rows");
+  }
+  std::vector<int64_t> counts;
+  for (int c = 0; c < n; ++c) {
+    TIMELAKE_ASSIGN_OR_RAISE(auto scalar, table->column(c)->GetScalar(0));
+    if (scalar->type->id() != arrow::Type::INT64 || !scalar->is_valid)
+      return MakeError(ErrorKind::kInternal, "a count gave " + scalar->ToString());
+    counts.push_back(static_cast<const arrow::Int64Scalar&>(*scalar).value);
+  }
+  return counts;
 }
 
 std::shared_ptr<read::PinnedScan> Pin(std::shared_ptr<const TableState> table,
@@ -258,21 +263,29 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
                      nullptr, sql, std::move(schema), context);
 }
 
-arrow::Result<int64_t> CountPinned(std::shared_ptr<const TableState> table,
-                                   std::vector<format::LiveFile> files, bool dedup,
-                                   const std::string& where) {
+arrow::Result<PinnedCount> CountPinned(std::shared_ptr<const TableState> table,
+                                       std::vector<format::LiveFile> files, bool dedup,
+                                       const std::string& where, bool with_total) {
   const std::string context =
       "counting the matching rows of " + std::to_string(files.size()) + " files";
-  const std::string sql =
-      "SELECT count(*) FROM " + FromOf(table->name) + " WHERE " + Parenthesized(where);
+  // Without the total, the predicate filters the scan, which then skips row
+  // groups by their statistics.
+  const std::string sql = with_total
+                              ? "SELECT count(*) FILTER (WHERE " + Parenthesized(where) +
+                                    "), count(*) FROM " + FromOf(table->name)
+                              : "SELECT count(*) FROM " + FromOf(table->name) +
+                                    " WHERE " + Parenthesized(where);
   auto lake = table->lake;
   TIMELAKE_ASSIGN_OR_RAISE(
       auto reader,
       RunInternal(std::move(lake), Pin(std::move(table), std::move(files), dedup),
                   nullptr, sql, nullptr, context));
-  auto count = ReadCount(reader.get());
-  if (!count.ok()) return WithContext(count.status(), context);
-  return *count;
+  auto counts = ReadCounts(reader.get(), with_total ? 2 : 1);
+  if (!counts.ok()) return WithContext(counts.status(), context);
+  PinnedCount out;
+  out.matching = (*counts)[0];
+  if (with_total) out.total = (*counts)[1];
+  return out;
 }
 
 arrow::Result<MatchCount> CountMatches(std::shared_ptr<LakeState> lake,
@@ -284,9 +297,9 @@ arrow::Result<MatchCount> CountMatches(std::shared_ptr<LakeState> lake,
   TIMELAKE_ASSIGN_OR_RAISE(
       auto reader, RunInternal(std::move(lake), nullptr, log, sql, nullptr, context));
   MatchCount out;
-  auto count = ReadCount(reader.get());
+  auto count = ReadCounts(reader.get(), 1);
   if (!count.ok()) return WithContext(count.status(), context);
-  out.rows = *count;
+  out.rows = (*count)[0];
   const std::string name = table.ToString();
   for (auto& scan : log->Take()) {
     if (scan.table != name) continue;  // a subquery's table

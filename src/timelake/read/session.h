@@ -10,6 +10,7 @@
 #define TIMELAKE_READ_SESSION_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,16 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> MergeFiles(
     bool dedup, const std::string& drop_where = {});
 
 // The rows of `files`, merged as MergeFiles merges them, for which the SQL
-// predicate `where` is true. Errors: kInvalid (a predicate DataFusion cannot
-// plan), and those of reading the files.
-arrow::Result<int64_t> CountPinned(std::shared_ptr<const TableState> table,
-                                   std::vector<format::LiveFile> files, bool dedup,
-                                   const std::string& where);
+// predicate `where` is true, and with `with_total` all their rows (one pass
+// over them). Errors: kInvalid (a predicate DataFusion cannot plan), and
+// those of reading the files.
+struct PinnedCount {
+  int64_t matching = 0;
+  std::optional<int64_t> total;
+};
+arrow::Result<PinnedCount> CountPinned(std::shared_ptr<const TableState> table,
+                                       std::vector<format::LiveFile> files, bool dedup,
+                                       const std::string& where, bool with_total);
 
 // The rows of `table` as queries see it (newest version, dedup on read) for
 // which `where` is true, and the keys of the data files left after pruning
