@@ -511,6 +511,44 @@ TEST_P(EndToEnd, ListAndDrop) {
   EXPECT_EQ(KindOf(lake.DropTable("a.one")), ErrorKind::kNotFound);
 }
 
+TEST_P(EndToEnd, AHandleFromBeforeADropAndCreateCommitsNothingToTheNewTable) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
+  TL_ASSERT_OK_AND_ASSIGN(auto stale, lake.CreateTable("t", *Schema(), TsOptions()));
+  for (int i = 0; i < 3; ++i) {
+    TL_ASSERT_OK_AND_ASSIGN(auto appended, stale.Append({Batch({kT0 + i}, {1}, {1})}));
+    stale = appended.first;
+  }
+  ASSERT_EQ(stale.version(), 4);
+  TL_ASSERT_OK(lake.DropTable("t"));
+  // The same name again, with another schema.
+  auto other =
+      arrow::schema({arrow::field("ts", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+                     arrow::field("station", arrow::utf8())});
+  TableOptions options;
+  options.time_column = "ts";
+  options.series_key = {"station"};
+  TL_ASSERT_OK_AND_ASSIGN(auto fresh, lake.CreateTable("t", *other, options));
+  Flush();
+  const auto before = Files();
+
+  auto appended = stale.Append({Batch({kT0 + 9}, {1}, {1})});
+  ASSERT_FALSE(appended.ok());
+  EXPECT_EQ(KindOf(appended.status()), ErrorKind::kNotFound)
+      << appended.status().ToString();
+  EXPECT_NE(appended.status().message().find("dropped and created again"),
+            std::string::npos)
+      << appended.status().ToString();
+  auto altered = stale.SetProperties({{"timelake.retention", "30d"}});
+  ASSERT_FALSE(altered.ok());
+  EXPECT_EQ(KindOf(altered.status()), ErrorKind::kNotFound)
+      << altered.status().ToString();
+  Flush();
+  EXPECT_EQ(Files(), before);
+  TL_ASSERT_OK_AND_ASSIGN(auto loaded, lake.LoadTable("t"));
+  EXPECT_EQ(loaded.version(), 1);
+  EXPECT_TRUE(loaded.schema()->Equals(*fresh.schema()));
+}
+
 // Memory only: not a test of the backends.
 TEST(EndToEndMemory, MemoryWarehouse) {
   TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open("memory://"));

@@ -41,6 +41,9 @@ arrow::Result<CommitOutcome> Commit(std::shared_ptr<const internal::TableState> 
   // The objects of the attempt that lost the last race: deleted once the
   // reload shows that it did not land after all.
   std::vector<std::string> lost;
+  // A table dropped and created again under the same name is another table:
+  // a change made for the old one must not land in it.
+  const std::string table_uuid = base->metadata.table_uuid;
   for (int number = 1;; ++number) {
     outcome.attempts = number;
     if (number > 1) {
@@ -52,6 +55,15 @@ arrow::Result<CommitOutcome> Commit(std::shared_ptr<const internal::TableState> 
         return WithContext(reloaded.status(), options.context);
       }
       base = *reloaded;
+      if (!table_uuid.empty() && base->metadata.table_uuid != table_uuid) {
+        DeleteQuietly(store, lost);
+        change->Abandon();
+        return NotFound(options.context + ": " + base->name.ToString() +
+                        " was dropped and created again since this handle was loaded "
+                        "(table-uuid " +
+                        table_uuid + ", now " + base->metadata.table_uuid +
+                        "); nothing was committed, load the table again");
+      }
       if (change->Landed(*base)) {
         outcome.base = base;
         outcome.committed = true;
