@@ -1,5 +1,6 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
+#include <atomic>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -75,6 +76,11 @@ struct SessionState {
   SessionSettings settings;
   std::shared_ptr<read::ScanLog> scans = std::make_shared<read::ScanLog>();
   TlSession* session = nullptr;
+  // `session` once it is fully set up, for Interrupt(), which may read it
+  // from a signal handler or another thread while EnsureStarted writes.
+  std::atomic<TlSession*> started{nullptr};
+  static_assert(std::atomic<TlSession*>::is_always_lock_free,
+                "Session::Interrupt must be async-signal-safe");
 
   ~SessionState() { tl_session_free(session); }
 };
@@ -273,7 +279,15 @@ arrow::Status Session::EnsureStarted() {
       return storage::FromPlatform(rc, err, "setting " + key);
     }
   }
+  state_->started.store(state_->session, std::memory_order_release);
   return arrow::Status::OK();
+}
+
+void Session::Interrupt() {
+  if (state_ == nullptr) return;  // moved from
+  // Before the first statement there is nothing to stop.
+  TlSession* session = state_->started.load(std::memory_order_acquire);
+  if (session != nullptr) tl_session_interrupt(session);
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
