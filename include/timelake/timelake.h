@@ -442,7 +442,8 @@ class Session {
   // SqlStream, Sql or ExplainAnalyze, or a ReadNext of the stream SqlStream
   // returned, fails with kCancelled (arrow::StatusCode::Cancelled, message
   // "... cancelled: the session was interrupted"); the stream has ended
-  // then, and the engine drops the query's work. The next statement clears
+  // then, and the engine drops the query's work (at its next yield point,
+  // so the engine's threads may stay busy a moment). The next statement clears
   // the interrupt, so one made when nothing runs is forgotten, and the
   // session, with its SET values, goes on. Safe to call from any thread
   // while another uses the session, and from a signal handler (it only

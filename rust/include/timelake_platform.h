@@ -354,13 +354,15 @@ TlCode tl_session_set_option(TlSession* session, const char* key, const char* va
 TlCode tl_session_sql(TlSession* session, const char* sql, struct ArrowArrayStream* out,
                       char** err);
 
-// Makes the statement `session` is running fail with TL_CANCELLED at once:
-// its planning in tl_session_sql or tl_session_explain_analyze, and every
-// get_next of its result streams until the next statement starts (the
-// waiting thread watches the flag every 10 ms, so a plan busy computing
-// does not delay it; the plan is dropped). Only an atomic store: safe from
-// any thread and from a signal handler, never blocks, never fails. NULL is
-// ignored. `session` must stay alive for the duration of the call.
+// Makes the statement `session` is running (every one, when several threads
+// share the session) fail with TL_CANCELLED at once: its planning in
+// tl_session_sql or tl_session_explain_analyze, and every get_next of its
+// result streams until the next statement starts. The waiting thread watches
+// the flag every 10 ms, so a plan busy computing does not delay the answer;
+// the plan itself is dropped at its next yield point, so the runtime's
+// threads may stay busy a little longer (seconds for a cross join). Only an
+// atomic store: safe from any thread and from a signal handler, never blocks,
+// never fails. NULL is ignored. `session` must stay alive during the call.
 void tl_session_interrupt(const TlSession* session);
 
 // The TlCode of the last failed call on a stream made by tl_session_sql

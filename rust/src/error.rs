@@ -322,7 +322,8 @@ mod tests {
         );
         assert_eq!(TlCode::from_raw(10), Some(TlCode::Corrupt));
         assert_eq!(TlCode::from_raw(0), None);
-        assert_eq!(TlCode::from_raw(11), None);
+        assert_eq!(TlCode::from_raw(11), Some(TlCode::Cancelled));
+        assert_eq!(TlCode::from_raw(12), None);
     }
 
     #[test]
