@@ -4,6 +4,7 @@
 // s3_test_server.h): create, append, commit, query through DataFusion, and
 // the errors that must leave storage unchanged.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -560,6 +561,41 @@ TEST(EndToEndMemory, MemoryWarehouse) {
   TL_ASSERT_OK_AND_ASSIGN(auto rows, session.Sql("SELECT count(*) FROM m"));
   EXPECT_EQ(ScalarInt(rows, 0), 2);
   Flush();  // background writes end with the test, as in EndToEnd's TearDown
+}
+
+// Memory only: interrupting is the engine's, not a backend's.
+TEST(EndToEndMemory, InterruptFromAnotherThreadCancelsAStreamReadAndTheSessionGoesOn) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, Lake::Open("memory://"));
+  Session session(lake);
+  TL_ASSERT_OK(session.Sql("SET timelake.read_dedup = false").status());
+  // Minutes of work before the first batch; the filter keeps DataFusion from
+  // answering from statistics.
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto reader,
+      session.SqlStream("SELECT count(*) FROM range(100000000000) WHERE value % 7 = 3"));
+  std::thread interrupter([&session] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    session.Interrupt();
+  });
+  std::shared_ptr<arrow::RecordBatch> batch;
+  const arrow::Status status = reader->ReadNext(&batch);
+  interrupter.join();
+  EXPECT_TRUE(status.IsCancelled()) << status.ToString();
+  EXPECT_EQ(KindOf(status), ErrorKind::kCancelled);
+  EXPECT_NE(status.message().find("interrupted"), std::string::npos) << status.message();
+  // The stream has ended; the next statement clears the interrupt and sees
+  // the session's SET.
+  TL_ASSERT_OK(reader->ReadNext(&batch));
+  EXPECT_EQ(batch, nullptr);
+  TL_ASSERT_OK_AND_ASSIGN(auto shown, session.Sql("SHOW timelake.read_dedup"));
+  ASSERT_EQ(shown->num_rows(), 1);
+  auto value = shown->GetColumnByName("value")->GetScalar(0);
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ((*value)->ToString(), "false");
+  // An interrupt made while nothing runs is forgotten by the next statement.
+  session.Interrupt();
+  TL_ASSERT_OK_AND_ASSIGN(auto one, session.Sql("SELECT 1 AS one"));
+  EXPECT_EQ(ScalarInt(one, 0), 1);
 }
 
 TEST_P(EndToEnd, BadSqlIsAnInvalidErrorNamingTheProblem) {

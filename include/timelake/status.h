@@ -29,6 +29,7 @@ enum class ErrorKind {
   kConfig,         // bad storage or lake configuration
   kUnsupported,    // valid but not supported (yet, or by this backend)
   kInternal,       // a bug in Timelake
+  kCancelled,      // the caller stopped it (Session::Interrupt); not a failure
 };
 
 // Lower-case name of a kind ("not found", "conflict", ...). The functions
@@ -53,13 +54,15 @@ class ErrorDetail : public arrow::StatusDetail {
 // IsRetryable reports (Timelake sets it on kStorage errors only). Its
 // arrow::StatusCode follows the kind: kNotFound -> KeyError, kAlreadyExists
 // -> AlreadyExists, kInvalid and kConfig -> Invalid, kStorage -> IOError,
-// kUnsupported -> NotImplemented, the others -> UnknownError.
+// kUnsupported -> NotImplemented, kCancelled -> Cancelled, the others ->
+// UnknownError.
 arrow::Status MakeError(ErrorKind kind, std::string message, bool retryable = false);
 
 // The kind of a non-OK status. Statuses without a Timelake detail (from Arrow
 // itself) map by their code: IOError -> kStorage, Invalid/TypeError/IndexError
 // -> kInvalid, KeyError -> kNotFound, AlreadyExists -> kAlreadyExists,
-// NotImplemented -> kUnsupported, others -> kInternal.
+// NotImplemented -> kUnsupported, Cancelled -> kCancelled, others ->
+// kInternal.
 ErrorKind KindOf(const arrow::Status& status);
 
 // Whether retrying the failed operation may succeed (transient storage error).

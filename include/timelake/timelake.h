@@ -470,7 +470,12 @@ struct Statement {
 
 // A SQL session over a lake: catalog "timelake", namespaces as schemas, bare
 // names in "default". Each query reads every table at its newest committed
-// version. A Session is not thread-safe; use one per thread.
+// version. A Session is not thread-safe (use one per thread), except for
+// Interrupt().
+//
+// Every SQL call below (and the reads of a stream SqlStream returns) fails
+// with kCancelled (arrow::StatusCode::Cancelled) when Interrupt() stops it;
+// the session stays usable.
 class Session {
  public:
   explicit Session(Lake lake, SessionSettings settings = {});
@@ -512,6 +517,21 @@ class Session {
   // kUnsupported, kStorage), and those of Sql when no last-value index
   // answers and the table is scanned.
   arrow::Result<std::shared_ptr<arrow::Table>> Latest(std::string_view table);
+
+  // Stops the statement this session is running, promptly (well under a
+  // second, also while the engine computes a first batch): planning in
+  // SqlStream, Sql or ExplainAnalyze, or a ReadNext of the stream SqlStream
+  // returned, fails with kCancelled (arrow::StatusCode::Cancelled, message
+  // "... cancelled: the session was interrupted"); the stream has ended
+  // then, and the engine drops the query's work (at its next yield point,
+  // so the engine's threads may stay busy a moment). The next statement clears
+  // the interrupt, so one made when nothing runs is forgotten, and the
+  // session, with its SET values, goes on. Safe to call from any thread
+  // while another uses the session, and from a signal handler (it only
+  // stores to an atomic; it never blocks, allocates or fails). It must not
+  // race with the destruction or a move of the Session. Statements that do
+  // not run SQL (Latest answered by the last-value index) are not stopped.
+  void Interrupt();
 
  private:
   arrow::Status EnsureStarted();

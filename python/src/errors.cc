@@ -60,6 +60,10 @@ const char* ErrorClassName(ErrorKind kind) {
       return "UnsupportedError";
     case ErrorKind::kInternal:
       return "InternalError";
+    case ErrorKind::kCancelled:
+      // Python has no Session::Interrupt, so no call of its ends this way;
+      // the base class (kind "cancelled") is exact enough.
+      return "TimelakeError";
   }
   return "TimelakeError";
 }

@@ -95,6 +95,7 @@ typedef enum TlCode {
   TL_INTERNAL = 8,           // a bug, including a caught Rust panic
   TL_EXECUTION = 9,          // query execution failed (message says why)
   TL_CORRUPT = 10,           // stored metadata or data that does not parse
+  TL_CANCELLED = 11,         // stopped by tl_session_interrupt
 } TlCode;
 
 void tl_string_free(char* s);
@@ -346,9 +347,23 @@ TlCode tl_session_set_option(TlSession* session, const char* key, const char* va
 // - reading a data file: TL_NOT_FOUND (the object is gone), TL_STORAGE or
 //   TL_STORAGE_RETRYABLE (classified as for tl_store_get), TL_CORRUPT (a
 //   Parquet file that does not decode);
+// - TL_CANCELLED: tl_session_interrupt was called while it planned or a
+//   get_next ran (the stream has ended then);
 // - TL_EXECUTION: any other failure of a running plan; TL_INTERNAL: a bug.
+// An interrupt made before the call is forgotten when it starts.
 TlCode tl_session_sql(TlSession* session, const char* sql, struct ArrowArrayStream* out,
                       char** err);
+
+// Makes the statement `session` is running (every one, when several threads
+// share the session) fail with TL_CANCELLED at once: its planning in
+// tl_session_sql or tl_session_explain_analyze, and every get_next of its
+// result streams until the next statement starts. The waiting thread watches
+// the flag every 10 ms, so a plan busy computing does not delay the answer;
+// the plan itself is dropped at its next yield point, so the runtime's
+// threads may stay busy a little longer (seconds for a cross join). Only an
+// atomic store: safe from any thread and from a signal handler, never blocks,
+// never fails. NULL is ignored. `session` must stay alive during the call.
+void tl_session_interrupt(const TlSession* session);
 
 // The TlCode of the last failed call on a stream made by tl_session_sql
 // (get_next returns an errno as the C stream interface wants; this tells the
@@ -358,7 +373,8 @@ TlCode tl_session_sql(TlSession* session, const char* sql, struct ArrowArrayStre
 TlCode tl_stream_error_code(struct ArrowArrayStream* stream);
 
 // Like tl_session_sql with EXPLAIN ANALYZE: writes the executed plan with its
-// metrics (files, row groups and pages pruned or read) as text.
+// metrics (files, row groups and pages pruned or read) as text. Interrupted
+// as tl_session_sql is (TL_CANCELLED).
 TlCode tl_session_explain_analyze(TlSession* session, const char* sql, char** out_text,
                                   char** err);
 

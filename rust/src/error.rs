@@ -25,6 +25,7 @@ pub enum TlCode {
     Internal = 8,
     Execution = 9,
     Corrupt = 10,
+    Cancelled = 11,
 }
 
 impl TlCode {
@@ -43,6 +44,7 @@ impl TlCode {
             8 => C::Internal,
             9 => C::Execution,
             10 => C::Corrupt,
+            11 => C::Cancelled,
             _ => return None,
         })
     }
@@ -71,6 +73,11 @@ impl TlError {
 
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(TlCode::Internal, message)
+    }
+
+    /// The error of a call that `tl_session_interrupt` stopped.
+    pub fn cancelled() -> Self {
+        Self::new(TlCode::Cancelled, "cancelled: the session was interrupted")
     }
 
     /// Wraps this error so that it can travel through DataFusion and be
@@ -315,7 +322,8 @@ mod tests {
         );
         assert_eq!(TlCode::from_raw(10), Some(TlCode::Corrupt));
         assert_eq!(TlCode::from_raw(0), None);
-        assert_eq!(TlCode::from_raw(11), None);
+        assert_eq!(TlCode::from_raw(11), Some(TlCode::Cancelled));
+        assert_eq!(TlCode::from_raw(12), None);
     }
 
     #[test]

@@ -799,6 +799,18 @@ pub unsafe extern "C" fn tl_session_set_option(
 }
 
 /// # Safety
+/// `session` must be NULL or a live handle from `tl_session_new`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_session_interrupt(session: *const TlSession) {
+    // No `guard` (it allocates on failure) and no catch_unwind: this runs in
+    // signal handlers, and an atomic store cannot panic.
+    // SAFETY: per this function's contract.
+    if let Some(session) = unsafe { session.as_ref() } {
+        session.session.interrupt();
+    }
+}
+
+/// # Safety
 /// Pointer arguments must be valid as described in the header; `out` is
 /// overwritten without being released.
 #[unsafe(no_mangle)]

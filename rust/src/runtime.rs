@@ -10,8 +10,10 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
@@ -60,6 +62,51 @@ where
     }
 }
 
+/// How often a caller waiting in [`run_interruptible`] looks at its flag. A
+/// signal handler can only store to an atomic, which nothing can wait on, so
+/// the waiting thread polls; a few wake-ups per second cost nothing beside a
+/// running query and keep Ctrl-C prompt.
+const INTERRUPT_POLL: Duration = Duration::from_millis(10);
+
+/// Like [`run`], but returns TL_CANCELLED as soon as `interrupted` is true
+/// (also when it already is), whatever the future is doing: the caller's
+/// thread watches the flag, not the future, so a plan that computes for
+/// minutes without yielding cannot delay the answer. The task is aborted;
+/// it is dropped, and with it the DataFusion stream and the tasks that
+/// stream spawned, at its next yield point.
+pub fn run_interruptible<F>(fut: F, interrupted: &AtomicBool) -> TlResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if interrupted.load(Ordering::SeqCst) {
+        return Err(TlError::cancelled());
+    }
+    let (tx, rx) = mpsc::sync_channel(1);
+    let task = handle().spawn(async move {
+        let result = AssertUnwindSafe(fut).catch_unwind().await;
+        // As in `run`; the receiver is also gone after an interrupt.
+        let _ = tx.send(result);
+    });
+    loop {
+        match rx.recv_timeout(INTERRUPT_POLL) {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(payload)) => return Err(TlError::internal(panic_message(payload.as_ref()))),
+            Err(RecvTimeoutError::Timeout) => {
+                if interrupted.load(Ordering::SeqCst) {
+                    task.abort();
+                    return Err(TlError::cancelled());
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(TlError::internal(
+                    "the runtime dropped a task before it completed",
+                ))
+            }
+        }
+    }
+}
+
 /// Calls blocking code (a C++ callback) from a synchronous DataFusion trait
 /// method. On a runtime worker thread the worker is handed over to another
 /// thread for the duration (`block_in_place`) so the runtime keeps making
@@ -96,6 +143,24 @@ mod tests {
         let err = run(async { panic!("kaboom") }).map(|_: ()| ()).unwrap_err();
         assert_eq!(err.code, TlCode::Internal);
         assert!(err.message.contains("kaboom"), "{}", err.message);
+    }
+
+    #[test]
+    fn run_interruptible_stops_a_future_that_never_ends() {
+        let interrupted = AtomicBool::new(false);
+        let err = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                interrupted.store(true, Ordering::SeqCst);
+            });
+            run_interruptible(std::future::pending::<()>(), &interrupted).unwrap_err()
+        });
+        assert_eq!(err.code, TlCode::Cancelled);
+        // A set flag refuses to start; a clear one runs to the end.
+        let err = run_interruptible(async { 1 }, &interrupted).unwrap_err();
+        assert_eq!(err.code, TlCode::Cancelled);
+        interrupted.store(false, Ordering::SeqCst);
+        assert_eq!(run_interruptible(async { 2 }, &interrupted).unwrap(), 2);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! C++-backed "timelake" catalog and whose object store is the store's
 //! client.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arrow::array::{Array, StringArray};
@@ -54,6 +55,10 @@ pub struct Session {
     /// Credentials to scrub from every message (query errors may quote
     /// storage requests).
     secrets: Arc<Vec<String>>,
+    /// Set by [`Session::interrupt`] (from any thread, or a signal handler);
+    /// cleared when the next statement starts. Shared with the result
+    /// streams, whose reads it stops too.
+    interrupted: Arc<AtomicBool>,
 }
 
 impl Session {
@@ -93,7 +98,11 @@ impl Session {
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
         let secrets = store.secrets();
         ctx.register_catalog(CATALOG, Arc::new(TimelakeCatalog::new(callbacks, store)));
-        Ok(Self { ctx, secrets })
+        Ok(Self {
+            ctx,
+            secrets,
+            interrupted: Arc::new(AtomicBool::new(false)),
+        })
     }
 
     fn scrub(&self, mut error: TlError) -> TlError {
@@ -122,42 +131,61 @@ impl Session {
         .map_err(|e| self.scrub(e))
     }
 
+    /// Makes the statement running (its planning, or a read of its result
+    /// stream) fail with TL_CANCELLED at once. Only an atomic store: safe in
+    /// a signal handler.
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::SeqCst);
+    }
+
     /// Plans `sql` and starts it; the result streams through the returned
-    /// Arrow C stream.
+    /// Arrow C stream. An interrupt before this call is forgotten.
     pub fn sql(&self, sql: &str) -> TlResult<FFI_ArrowArrayStream> {
+        self.interrupted.store(false, Ordering::SeqCst);
         let ctx = self.ctx.clone();
         let sql = sql.to_string();
-        let batches = runtime::run(async move {
-            let plan_err = |e| from_datafusion(&e, Phase::Planning);
-            let df = ctx
-                .sql_with_options(&sql, query_options())
-                .await
-                .map_err(plan_err)?;
-            let task_ctx = Arc::new(df.task_ctx());
-            let plan = df.create_physical_plan().await.map_err(plan_err)?;
-            execute_stream(plan, task_ctx).map_err(|e| from_datafusion(&e, Phase::Execution))
-        })?
-        .map_err(|e| self.scrub(e))?;
-        Ok(stream::export(batches, Arc::clone(&self.secrets)))
+        let planned = runtime::run_interruptible(
+            async move {
+                let plan_err = |e| from_datafusion(&e, Phase::Planning);
+                let df = ctx
+                    .sql_with_options(&sql, query_options())
+                    .await
+                    .map_err(plan_err)?;
+                let task_ctx = Arc::new(df.task_ctx());
+                let plan = df.create_physical_plan().await.map_err(plan_err)?;
+                execute_stream(plan, task_ctx).map_err(|e| from_datafusion(&e, Phase::Execution))
+            },
+            &self.interrupted,
+        );
+        let batches = planned?.map_err(|e| self.scrub(e))?;
+        Ok(stream::export(
+            batches,
+            Arc::clone(&self.secrets),
+            Arc::clone(&self.interrupted),
+        ))
     }
 
     /// Runs `EXPLAIN ANALYZE <sql>` and returns the annotated plan.
     pub fn explain_analyze(&self, sql: &str) -> TlResult<String> {
+        self.interrupted.store(false, Ordering::SeqCst);
         let ctx = self.ctx.clone();
         let statement = format!("EXPLAIN ANALYZE {sql}");
-        let batches = runtime::run(async move {
-            let plan_err = |e| from_datafusion(&e, Phase::Planning);
-            let df = ctx
-                .sql_with_options(&statement, query_options())
-                .await
-                .map_err(plan_err)?;
-            let task_ctx = Arc::new(df.task_ctx());
-            let plan = df.create_physical_plan().await.map_err(plan_err)?;
-            collect(plan, task_ctx)
-                .await
-                .map_err(|e| from_datafusion(&e, Phase::Execution))
-        })?
-        .map_err(|e| self.scrub(e))?;
+        let ran = runtime::run_interruptible(
+            async move {
+                let plan_err = |e| from_datafusion(&e, Phase::Planning);
+                let df = ctx
+                    .sql_with_options(&statement, query_options())
+                    .await
+                    .map_err(plan_err)?;
+                let task_ctx = Arc::new(df.task_ctx());
+                let plan = df.create_physical_plan().await.map_err(plan_err)?;
+                collect(plan, task_ctx)
+                    .await
+                    .map_err(|e| from_datafusion(&e, Phase::Execution))
+            },
+            &self.interrupted,
+        );
+        let batches = ran?.map_err(|e| self.scrub(e))?;
 
         let mut lines = Vec::new();
         for batch in &batches {

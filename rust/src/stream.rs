@@ -8,6 +8,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use arrow::array::{Array, StructArray};
@@ -35,12 +36,17 @@ struct StreamState {
     /// Credentials to scrub from error messages (storage errors raised while
     /// scanning may quote requests).
     secrets: Arc<Vec<String>>,
+    /// The session's interrupt flag: a set flag fails `get_next` with
+    /// TL_CANCELLED and drops the plan.
+    interrupted: Arc<AtomicBool>,
 }
 
-/// Wraps `stream` into an Arrow C stream that owns it.
+/// Wraps `stream` into an Arrow C stream that owns it; `interrupted` is the
+/// flag of the session it comes from.
 pub fn export(
     stream: SendableRecordBatchStream,
     secrets: Arc<Vec<String>>,
+    interrupted: Arc<AtomicBool>,
 ) -> FFI_ArrowArrayStream {
     let state = Box::new(StreamState {
         schema: stream.schema(),
@@ -48,6 +54,7 @@ pub fn export(
         last_error: None,
         last_code: TlCode::Ok,
         secrets,
+        interrupted,
     });
     FFI_ArrowArrayStream {
         get_schema: Some(get_schema),
@@ -131,10 +138,15 @@ unsafe extern "C" fn get_next(
             let next = match state.stream.take() {
                 None => None,
                 Some(mut batches) => {
-                    let (batches, item) = runtime::run(async move {
-                        let item = batches.next().await;
-                        (batches, item)
-                    })
+                    // An interrupt leaves `state.stream` empty: the plan is
+                    // dropped with the aborted task, and the stream has ended.
+                    let (batches, item) = runtime::run_interruptible(
+                        async move {
+                            let item = batches.next().await;
+                            (batches, item)
+                        },
+                        &state.interrupted,
+                    )
                     .map_err(|e| (EIO, e.code, e.message))?;
                     match item {
                         Some(Ok(batch)) => {

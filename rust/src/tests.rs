@@ -837,6 +837,45 @@ fn concurrent_queries() {
     });
 }
 
+/// A session pointer that may cross to another thread (the ABI says every
+/// function is thread-safe).
+struct SessionPtr(*mut TlSession);
+// SAFETY: only handed to tl_session_interrupt, which is thread-safe.
+unsafe impl Send for SessionPtr {}
+
+#[test]
+fn interrupt_cancels_a_running_query_and_the_next_one_runs() {
+    let fx = Fixture::new();
+    // Minutes of work before the first batch: a filter keeps DataFusion from
+    // answering from statistics.
+    let busy = "SELECT count(*) FROM range(100000000000) WHERE value % 7 = 3";
+    let done = AtomicBool::new(false);
+    let (code, message) = std::thread::scope(|s| {
+        let session = SessionPtr(fx.session);
+        let done = &done;
+        s.spawn(move || {
+            let session = session;
+            // Again and again: an interrupt before the query starts is
+            // forgotten when it starts.
+            while !done.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                // SAFETY: the fixture's session outlives this scope.
+                unsafe { tl_session_interrupt(session.0) };
+            }
+        });
+        let result = fx.sql_with_codes(busy);
+        done.store(true, Ordering::SeqCst);
+        result.unwrap_err()
+    });
+    assert_eq!(code, TlCode::Cancelled, "{message}");
+    assert!(message.contains("interrupted"), "{message}");
+    // The flag is cleared by the next statement.
+    let batches = fx.sql_with_codes("SELECT count(*) FROM t").unwrap();
+    assert_eq!(column::<Int64Array>(&batches[0], 0).value(0), 10);
+    // SAFETY: NULL is ignored.
+    unsafe { tl_session_interrupt(ptr::null()) };
+}
+
 #[test]
 fn release_after_last_use() {
     let fx = Fixture::new();

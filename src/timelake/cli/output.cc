@@ -407,6 +407,34 @@ class TableWriter : public ResultWriter {
       }
     }
 
+    // The line " a | b | c": one space before, three between columns.
+    int64_t line_width = 1 + 3 * (columns - 1);
+    for (int64_t w : widths) line_width += w;
+    const bool expanded = options_.expanded == Expanded::kOn ||
+                          (options_.expanded == Expanded::kAuto && options_.width > 0 &&
+                           line_width > options_.width);
+    std::string text =
+        expanded ? ExpandedText(header) : AlignedText(header, widths, numeric);
+
+    const auto shown = static_cast<int64_t>(cells_.size());
+    if (shown < rows_) {
+      text.append(fmt::format("… ({} rows, first {} shown)\n", FormatInteger(rows_),
+                              FormatInteger(shown)));
+    } else if (options_.row_count) {
+      text.append(
+          fmt::format("({} row{})\n", FormatInteger(rows_), rows_ == 1 ? "" : "s"));
+    }
+    *out_ << text;
+    out_->flush();
+    return CheckStream(*out_, "the result");
+  }
+
+ private:
+  // One line per row under the header and a rule.
+  std::string AlignedText(const std::vector<std::string>& header,
+                          const std::vector<int64_t>& widths,
+                          const std::vector<bool>& numeric) const {
+    const auto columns = static_cast<int>(header.size());
     std::string text;
     // Numbers (and their headers) align right, everything else left.
     const auto append_line = [&](const std::vector<std::string>& row) {
@@ -429,21 +457,44 @@ class TableWriter : public ResultWriter {
     }
     text.push_back('\n');
     for (const auto& row : cells_) append_line(row);
-
-    const auto shown = static_cast<int64_t>(cells_.size());
-    if (shown < rows_) {
-      text.append(fmt::format("… ({} rows, first {} shown)\n", FormatInteger(rows_),
-                              FormatInteger(shown)));
-    } else if (options_.row_count) {
-      text.append(
-          fmt::format("({} row{})\n", FormatInteger(rows_), rows_ == 1 ? "" : "s"));
-    }
-    *out_ << text;
-    out_->flush();
-    return CheckStream(*out_, "the result");
+    return text;
   }
 
- private:
+  // psql's expanded display (\x): per row a "-[ RECORD n ]" line, as wide
+  // as the lines under it with a '+' over their '|' where it fits, then
+  // "name | value" per column, names padded to the longest.
+  std::string ExpandedText(const std::vector<std::string>& header) const {
+    int64_t name_width = 0;
+    for (const auto& name : header) name_width = std::max(name_width, DisplayWidth(name));
+    int64_t value_width = 0;
+    for (const auto& row : cells_) {
+      for (const auto& cell : row)
+        value_width = std::max(value_width, DisplayWidth(cell));
+    }
+    std::string text;
+    for (size_t r = 0; r < cells_.size(); ++r) {
+      std::string rule = fmt::format("-[ RECORD {} ]", r + 1);
+      const auto rule_width = static_cast<int64_t>(rule.size());
+      if (rule_width <= name_width + 1) {
+        rule.append(static_cast<size_t>(name_width + 1 - rule_width), '-');
+        rule.push_back('+');
+        rule.append(static_cast<size_t>(value_width + 1), '-');
+      } else if (rule_width < name_width + 3 + value_width) {
+        rule.append(static_cast<size_t>(name_width + 3 + value_width - rule_width), '-');
+      }
+      text.append(rule);
+      text.push_back('\n');
+      for (size_t c = 0; c < header.size(); ++c) {
+        text.append(header[c]);
+        Pad(&text, name_width - DisplayWidth(header[c]));
+        text.append(" | ");
+        text.append(cells_[r][c]);
+        text.push_back('\n');
+      }
+    }
+    return text;
+  }
+
   std::ostream* out_;
   TextTableOptions options_;
   std::shared_ptr<arrow::Schema> schema_;

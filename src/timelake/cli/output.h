@@ -46,6 +46,15 @@ enum class OutputFormat {
 arrow::Result<OutputFormat> ParseOutputFormat(std::string_view text);
 std::string_view OutputFormatName(OutputFormat format);
 
+// The text table's layout: one line per row, or psql's expanded display,
+// one "column | value" line per value under a "-[ RECORD n ]-" line per row,
+// for rows too wide for the screen.
+enum class Expanded {
+  kOff,
+  kOn,
+  kAuto,  // expanded when the table is wider than TextTableOptions::width
+};
+
 struct TextTableOptions {
   // Rows shown; a longer result ends with "… (M rows)". 0 = all. Default: 40.
   int64_t max_rows = 40;
@@ -53,6 +62,11 @@ struct TextTableOptions {
   bool row_count = true;
   // Longer cells are cut and end with "…". Default: 64 characters.
   int max_cell_width = 64;
+  // Default: kOff.
+  Expanded expanded = Expanded::kOff;
+  // Columns of the screen, for Expanded::kAuto. Default: 0, unknown (kAuto
+  // never expands).
+  int64_t width = 0;
 };
 
 // Writes one result (schema plus batches) in one format. Not thread-safe.

@@ -75,7 +75,8 @@ class SqlCommand : public Command {
     ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     Session session(lake);
     ARROW_RETURN_NOT_OK(ApplySessionStatements(&session, session_statements));
-    if (interactive) return RunShell(&session, target, explain_analyze_, out->get());
+    if (interactive)
+      return RunShell(lake, &session, target, explain_analyze_, out->get());
 
     ARROW_ASSIGN_OR_RAISE(const auto statements, Session::Parse(script));
     if (statements.empty()) return UsageError("no SQL statement given");

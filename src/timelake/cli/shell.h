@@ -29,6 +29,9 @@ struct OutputTarget {
   // The -o file. Default: empty, stdout.
   std::string path;
   TextTableOptions table;
+  // Print the "(N rows, 1.2 ms)" line on stderr after each statement (the
+  // shell's \timing). Default: true.
+  bool timing = true;
 };
 
 // The output flags of `sql` and `latest` as given on the command line.
@@ -73,8 +76,9 @@ arrow::Result<std::unique_ptr<ResultWriter>> MakeWriter(const OutputTarget& targ
 void PrintTiming(int64_t rows, double seconds);
 
 // Runs `sql` on `session` and writes its result to `target` (text to `out`),
-// then the timing line; with `explain_analyze`, the executed plan instead of
-// the result. Errors: those of the query and of writing.
+// then the timing line if target.timing; with `explain_analyze`, the executed
+// plan instead of the result. Errors: those of the query (kCancelled when
+// Session::Interrupt stopped it) and of writing.
 arrow::Status RunStatement(Session* session, const std::string& sql, bool explain_analyze,
                            const OutputTarget& target, std::ostream* out);
 
@@ -83,12 +87,19 @@ arrow::Status RunStatement(Session* session, const std::string& sql, bool explai
 arrow::Status ApplySessionStatements(Session* session,
                                      const std::vector<std::string>& statements);
 
-// The interactive shell: reads statements ending with ';' from the terminal
-// (line editing and history in ~/.timelake_history when built with readline)
-// and runs each with RunStatement until \q, quit, exit or end of input. A
-// failed statement prints its error and the shell goes on, so it returns OK.
-arrow::Status RunShell(Session* session, const OutputTarget& target, bool explain_analyze,
-                       std::ostream* out);
+// The interactive shell on the terminal: reads statements ending with ';'
+// (GNU readline: line editing, history in ~/.timelake_history) and runs each
+// with RunStatement, until \q, quit, exit or end of input (Ctrl-D). A line
+// starting with '\' where a statement starts is a command of the shell (\?
+// lists them: \d [TABLE] on `lake`, \timing, \x). Ctrl-C does not end it:
+// at the prompt it drops the line and any unfinished statement; while a
+// statement runs it interrupts `session` (Session::Interrupt) and prints
+// "cancelled"; the session keeps its SET values. SIGINT's disposition is
+// restored on return. A failed statement or command prints its error and
+// the shell goes on. Errors: IOError when the Ctrl-C handler cannot be set
+// up (nothing ran then).
+arrow::Status RunShell(const Lake& lake, Session* session, const OutputTarget& target,
+                       bool explain_analyze, std::ostream* out);
 
 }  // namespace timelake::cli
 

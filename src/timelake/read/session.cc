@@ -1,5 +1,6 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
+#include <atomic>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -403,7 +404,15 @@ arrow::Status Session::EnsureStarted() {
       return storage::FromPlatform(rc, err, "setting " + key);
     }
   }
+  state_->started.store(state_->session, std::memory_order_release);
   return arrow::Status::OK();
+}
+
+void Session::Interrupt() {
+  if (state_ == nullptr) return;  // moved from
+  // Before the first statement there is nothing to stop.
+  TlSession* session = state_->started.load(std::memory_order_acquire);
+  if (session != nullptr) tl_session_interrupt(session);
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::Query(

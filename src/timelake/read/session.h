@@ -9,6 +9,7 @@
 #ifndef TIMELAKE_READ_SESSION_H_
 #define TIMELAKE_READ_SESSION_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,11 @@ struct SessionState {
   SessionSettings settings;
   std::shared_ptr<read::ScanLog> scans = std::make_shared<read::ScanLog>();
   TlSession* session = nullptr;
+  // `session` once it is fully set up, for Interrupt(), which may read it
+  // from a signal handler or another thread while EnsureStarted writes.
+  std::atomic<TlSession*> started{nullptr};
+  static_assert(std::atomic<TlSession*>::is_always_lock_free,
+                "Session::Interrupt must be async-signal-safe");
 
   ~SessionState() { tl_session_free(session); }
 };

@@ -85,6 +85,8 @@ arrow::Status FromPlatformMessage(int code, std::string message) {
       return MakeError(ErrorKind::kInvalid, std::move(message));
     case TL_CORRUPT:
       return MakeError(ErrorKind::kCorrupt, std::move(message));
+    case TL_CANCELLED:
+      return MakeError(ErrorKind::kCancelled, std::move(message));
     default:
       return MakeError(ErrorKind::kInternal, std::move(message));
   }
@@ -110,6 +112,8 @@ int ToPlatformCode(const arrow::Status& status) {
       return TL_UNSUPPORTED;
     case ErrorKind::kInternal:
       return TL_INTERNAL;
+    case ErrorKind::kCancelled:
+      return TL_CANCELLED;
   }
   return TL_INTERNAL;
 }

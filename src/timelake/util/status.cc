@@ -20,6 +20,8 @@ arrow::StatusCode CodeFor(ErrorKind kind) {
       return arrow::StatusCode::IOError;
     case ErrorKind::kUnsupported:
       return arrow::StatusCode::NotImplemented;
+    case ErrorKind::kCancelled:
+      return arrow::StatusCode::Cancelled;
     case ErrorKind::kConflict:
     case ErrorKind::kCorrupt:
     case ErrorKind::kInternal:
@@ -49,6 +51,8 @@ std::string_view ErrorKindName(ErrorKind kind) {
       return "unsupported";
     case ErrorKind::kInternal:
       return "internal";
+    case ErrorKind::kCancelled:
+      return "cancelled";
   }
   return "internal";
 }
@@ -84,6 +88,8 @@ ErrorKind KindOf(const arrow::Status& status) {
       return ErrorKind::kAlreadyExists;
     case arrow::StatusCode::NotImplemented:
       return ErrorKind::kUnsupported;
+    case arrow::StatusCode::Cancelled:
+      return ErrorKind::kCancelled;
     default:
       return ErrorKind::kInternal;
   }
