@@ -49,7 +49,10 @@ def worker_ingest(warehouse, files):
     append_ms = []
     rows = 0
     for path in files:
-        data = pq.read_table(path)
+        # The reader timelake_bench uses (parquet::arrow::FileReader::ReadTable,
+        # one chunk per row group), so that every peer appends the same
+        # batches; pq.read_table would cut them at 64 Ki rows.
+        data = pq.ParquetFile(path).read()
         if table is None:
             table = lake.create_table(TABLE, data.schema, time_column="time",
                                       series_key=["hostname"], chunk="day")
