@@ -512,6 +512,81 @@ TEST_P(EndToEnd, ListAndDrop) {
   EXPECT_EQ(KindOf(lake.DropTable("a.one")), ErrorKind::kNotFound);
 }
 
+// The one int64 a query answers.
+int64_t ScalarOf(Session& session, const std::string& sql) {
+  auto result = session.Sql(sql);
+  EXPECT_TRUE(result.ok()) << result.status().ToString();
+  if (!result.ok() || (*result)->num_rows() != 1) return -1;
+  auto scalar = (*result)->column(0)->GetScalar(0);
+  return std::static_pointer_cast<arrow::Int64Scalar>(*scalar)->value;
+}
+
+TEST_P(EndToEnd, RollbackReadsAsTheSnapshotDidAndForgetsTheBatchIdsItLeaves) {
+  TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
+  TL_ASSERT_OK_AND_ASSIGN(auto table, lake.CreateTable("r", *Schema(), TsOptions()));
+  std::vector<int64_t> snapshots;
+  for (int i = 0; i < 3; ++i) {
+    AppendOptions options;
+    options.batch_id = "batch-" + std::to_string(i);
+    // Batch i: devices 0..i at time kT0 + i, temperature 10 * i.
+    std::vector<int64_t> times(i + 1, kT0 + i);
+    std::vector<int32_t> devices;
+    for (int d = 0; d <= i; ++d) devices.push_back(d);
+    TL_ASSERT_OK_AND_ASSIGN(
+        auto appended,
+        table.Append({Batch(times, devices, std::vector<double>(i + 1, 10.0 * i))},
+                     options));
+    table = appended.first;
+    snapshots.push_back(*table.current_snapshot_id());
+  }
+  Session session(lake);
+  ASSERT_EQ(ScalarOf(session, "SELECT count(*) FROM r"), 6);
+
+  TL_ASSERT_OK_AND_ASSIGN(auto rolled, table.Rollback(snapshots[0]));
+  EXPECT_EQ(rolled.current_snapshot_id(), snapshots[0]);
+  EXPECT_EQ(rolled.version(), table.version() + 1);
+  EXPECT_EQ(ScalarOf(session, "SELECT count(*) FROM r"), 1);
+  TL_ASSERT_OK_AND_ASSIGN(auto latest, session.Latest("r"));
+  EXPECT_EQ(latest->num_rows(), 1);
+  const auto listed = rolled.Snapshots();
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_TRUE(listed[0].current && listed[0].in_history);
+  EXPECT_FALSE(listed[1].in_history || listed[2].in_history);
+  EXPECT_EQ(listed[2].batch_id, "batch-2");
+
+  // batch-1 was left behind: it appends again. batch-0 is still in the table.
+  AppendOptions again;
+  again.batch_id = "batch-1";
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto reappended,
+      rolled.Append({Batch({kT0 + 1, kT0 + 1}, {0, 1}, {10, 10})}, again));
+  EXPECT_FALSE(reappended.second.duplicate_batch);
+  again.batch_id = "batch-0";
+  TL_ASSERT_OK_AND_ASSIGN(auto dup,
+                          reappended.first.Append({Batch({kT0}, {0}, {0})}, again));
+  EXPECT_TRUE(dup.second.duplicate_batch);
+  EXPECT_EQ(ScalarOf(session, "SELECT count(*) FROM r"), 3);
+  // A snapshot left behind is still kept: rolling forward to it undoes it all.
+  TL_ASSERT_OK_AND_ASSIGN(auto forward, dup.first.Rollback(snapshots[2]));
+  EXPECT_EQ(ScalarOf(session, "SELECT count(*) FROM r"), 6);
+  TL_ASSERT_OK_AND_ASSIGN(latest, session.Latest("r"));
+  EXPECT_EQ(latest->num_rows(), 3);
+
+  // An unknown snapshot: kNotFound, nothing written.
+  Flush();
+  const auto before = Files();
+  auto unknown = forward.Rollback(42);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(KindOf(unknown.status()), ErrorKind::kNotFound)
+      << unknown.status().ToString();
+  EXPECT_NE(unknown.status().message().find("no snapshot 42"), std::string::npos);
+  Flush();
+  EXPECT_EQ(Files(), before);
+  // The current one: nothing to commit.
+  TL_ASSERT_OK_AND_ASSIGN(auto same, forward.Rollback(snapshots[2]));
+  EXPECT_EQ(same.version(), forward.version());
+}
+
 TEST_P(EndToEnd, AHandleFromBeforeADropAndCreateCommitsNothingToTheNewTable) {
   TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
   TL_ASSERT_OK_AND_ASSIGN(auto stale, lake.CreateTable("t", *Schema(), TsOptions()));

@@ -273,6 +273,20 @@ struct TableInfo {
   std::map<std::string, std::string> properties;
 };
 
+// One snapshot a table version keeps (Table::Snapshots).
+struct SnapshotInfo {
+  int64_t snapshot_id = 0;
+  std::optional<int64_t> parent_id;
+  int64_t sequence_number = 0;
+  int64_t timestamp_ms = 0;
+  std::string operation;  // "append", "replace", "overwrite", "delete", …
+  int64_t rows = 0;       // total-records after it
+  std::optional<std::string> batch_id;
+  bool current = false;
+  // In the current snapshot's history (false for those a rollback left).
+  bool in_history = false;
+};
+
 class Table;
 
 // A warehouse: a root location holding namespaces (folders) of tables.
@@ -340,6 +354,8 @@ class Table {
   std::optional<std::string> time_column() const;
   std::vector<std::string> series_key() const;
   TableInfo Info() const;
+  // The snapshots this version keeps, oldest first (no storage request).
+  std::vector<SnapshotInfo> Snapshots() const;
 
   // The newest committed version. Errors: kNotFound (dropped), and those of
   // Lake::LoadTable (kInvalid, kCorrupt, kUnsupported, kStorage).
@@ -407,6 +423,17 @@ class Table {
   // Timelake does not write), kCorrupt, kStorage.
   arrow::Result<std::pair<Table, MaintainReport>> Maintain(
       const MaintainOptions& options = {}) const;
+
+  // Makes `snapshot_id`, a snapshot the table still keeps (Snapshots()),
+  // the current one in a metadata-only commit: the table then reads exactly
+  // as it did at that snapshot, its last-value index and head follow, and
+  // the batch ids of the snapshots it leaves behind no longer count as seen
+  // (their rows may be appended again). The snapshots left behind stay
+  // until snapshot expiry, so a rollback to one of them undoes the
+  // rollback. Errors: kNotFound (no such snapshot, or the table dropped),
+  // kConflict (other writers won max_commit_attempts times), kUnsupported
+  // (a newer table format), kStorage.
+  arrow::Result<Table> Rollback(int64_t snapshot_id) const;
 
   // Deletes the rows for which the SQL predicate `where` is true (a row for
   // which it is NULL stays; empty: every row), as queries see the table:

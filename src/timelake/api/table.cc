@@ -75,6 +75,45 @@ TableInfo Table::Info() const {
   return info;
 }
 
+std::vector<SnapshotInfo> Table::Snapshots() const {
+  const auto& m = state_->metadata;
+  std::set<int64_t> history;
+  for (const auto* s = m.CurrentSnapshot(); s != nullptr;
+       s = s->parent_snapshot_id ? m.FindSnapshot(*s->parent_snapshot_id) : nullptr) {
+    if (!history.insert(s->snapshot_id).second) break;  // a cycle: malformed
+  }
+  std::vector<SnapshotInfo> out;
+  for (const auto& s : m.snapshots) {
+    SnapshotInfo info;
+    info.snapshot_id = s.snapshot_id;
+    info.parent_id = s.parent_snapshot_id;
+    info.sequence_number = s.sequence_number;
+    info.timestamp_ms = s.timestamp_ms;
+    if (auto it = s.summary.find(format::summary::kOperation); it != s.summary.end())
+      info.operation = it->second;
+    info.rows = format::SummaryInt(s, format::summary::kTotalRecords);
+    if (auto it = s.summary.find(format::summary::kBatchId); it != s.summary.end())
+      info.batch_id = it->second;
+    info.current = m.current_snapshot_id == s.snapshot_id;
+    info.in_history = history.count(s.snapshot_id) > 0;
+    out.push_back(std::move(info));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.sequence_number < b.sequence_number;
+  });
+  return out;
+}
+
+arrow::Result<Table> Table::Rollback(int64_t snapshot_id) const {
+  const std::string context = "rolling " + state_->name.ToString() +
+                              " back to snapshot " + std::to_string(snapshot_id);
+  commit::RollbackChange change(snapshot_id, context);
+  commit::CommitOptions copts;
+  copts.context = context;
+  TIMELAKE_ASSIGN_OR_RAISE(auto outcome, commit::Commit(state_, &change, copts));
+  return Table(std::move(outcome.state));
+}
+
 arrow::Result<Table> Table::Refresh() const {
   TIMELAKE_ASSIGN_OR_RAISE(auto state,
                            internal::LoadTableState(state_->lake, state_->name));

@@ -129,6 +129,10 @@ constexpr std::array kSubcommands = {
                 "Delete the rows a predicate matches (--where): the files that hold them "
                 "are rewritten without them, in one commit",
                 false, MakeDeleteCommand},
+    CommandSpec{"rollback", "",
+                "Make an earlier snapshot the current one (metadata only; `info "
+                "--snapshots` lists them)",
+                false, MakeRollbackCommand},
     CommandSpec{"sql", "",
                 "Run SQL: one QUERY, a script (-f FILE or stdin, statements end with "
                 "';'), or an interactive shell when neither is given on a terminal",

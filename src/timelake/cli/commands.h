@@ -7,7 +7,7 @@
 // of its group:
 //   ingest_commands.cc  create, append (alias import)
 //   query_commands.cc   sql, latest
-//   table_commands.cc   maintain, delete, info, ls, drop, alter
+//   table_commands.cc   maintain, delete, rollback, info, ls, drop, alter
 //   commands.cc         settings, demo, and what the groups share
 //
 // Commands run on the calling thread, one per process; nothing here is
@@ -99,6 +99,7 @@ std::unique_ptr<Command> MakeSqlCommand();
 std::unique_ptr<Command> MakeLatestCommand();
 std::unique_ptr<Command> MakeMaintainCommand();
 std::unique_ptr<Command> MakeDeleteCommand();
+std::unique_ptr<Command> MakeRollbackCommand();
 std::unique_ptr<Command> MakeInfoCommand();
 std::unique_ptr<Command> MakeLsCommand();
 std::unique_ptr<Command> MakeDropCommand();

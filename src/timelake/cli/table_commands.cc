@@ -1,9 +1,10 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// `maintain`, `delete`, `info`, `ls`, `drop` and `alter`: one table (or the
-// list of them) as a whole.
+// `maintain`, `delete`, `rollback`, `info`, `ls`, `drop` and `alter`: one
+// table (or the list of them) as a whole.
 
 #include <algorithm>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -272,10 +273,52 @@ std::string InfoText(const TableInfo& info, const arrow::Schema& schema) {
   return text;
 }
 
+// A UTC time of milliseconds since the epoch, "2026-12-03 11:00:50.123".
+std::string UtcMillis(int64_t ms) {
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}", text, static_cast<int>(ms % 1000));
+}
+
+// `info --snapshots`: one line (or JSON object) per snapshot kept.
+void PrintSnapshots(const std::vector<SnapshotInfo>& snapshots, bool json) {
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : snapshots) {
+      out.push_back({{"snapshot_id", s.snapshot_id},
+                     {"parent_id", s.parent_id ? nlohmann::json(*s.parent_id) : nullptr},
+                     {"sequence_number", s.sequence_number},
+                     {"timestamp_ms", s.timestamp_ms},
+                     {"operation", s.operation},
+                     {"rows", s.rows},
+                     {"batch_id", s.batch_id ? nlohmann::json(*s.batch_id) : nullptr},
+                     {"current", s.current},
+                     {"in_history", s.in_history}});
+    }
+    std::cout << out.dump() << std::endl;
+    return;
+  }
+  std::string text = fmt::format("{:<20} {:>4} {:<23} {:<10} {:>12}  {}\n", "snapshot",
+                                 "seq", "committed (UTC)", "operation", "rows", "");
+  for (const auto& s : snapshots) {
+    std::string marks = s.current ? "current" : s.in_history ? "" : "left by a rollback";
+    if (s.batch_id) marks += (marks.empty() ? "" : ", ") + ("batch " + *s.batch_id);
+    text += fmt::format("{:<20} {:>4} {:<23} {:<10} {:>12}  {}\n", s.snapshot_id,
+                        s.sequence_number, UtcMillis(s.timestamp_ms), s.operation,
+                        FormatInteger(s.rows), marks);
+  }
+  std::cout << text << std::flush;
+}
+
 class InfoCommand : public Command {
  public:
   void AddOptions(CLI::App* app) override {
     app->add_option("table", table_, "Table name")->required();
+    app->add_flag("--snapshots", snapshots_,
+                  "List the snapshots kept (ids for `rollback`) instead of the summary");
     app->add_option("--format", format_, "text or json")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
@@ -284,6 +327,10 @@ class InfoCommand : public Command {
   arrow::Status Run(const GlobalArgs& global) override {
     ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
+    if (snapshots_) {
+      PrintSnapshots(table.Snapshots(), format_ == "json");
+      return arrow::Status::OK();
+    }
     const TableInfo info = table.Info();
     const auto schema = table.schema();
     std::cout << (format_ == "json" ? InfoJson(info, *schema) + "\n"
@@ -294,7 +341,41 @@ class InfoCommand : public Command {
 
  private:
   std::string table_;
+  bool snapshots_ = false;
   std::string format_ = "text";
+};
+
+// Restores an earlier snapshot (Table::Rollback).
+class RollbackCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name")->required();
+    app->add_option(
+           "snapshot", snapshot_,
+           "Snapshot id to restore (`timelake info TABLE --snapshots` lists them)")
+        ->required();
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
+    ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
+    if (table.current_snapshot_id() == snapshot_) {
+      std::cout << fmt::format("{} is at snapshot {} already; nothing changed",
+                               table.name().ToString(), snapshot_)
+                << std::endl;
+      return arrow::Status::OK();
+    }
+    ARROW_ASSIGN_OR_RAISE(Table rolled, table.Rollback(snapshot_));
+    std::cout << fmt::format("rolled {} back to snapshot {}: version {}, {} rows",
+                             rolled.name().ToString(), snapshot_, rolled.version(),
+                             FormatInteger(rolled.Info().rows))
+              << std::endl;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  int64_t snapshot_ = 0;
 };
 
 class LsCommand : public Command {
@@ -381,6 +462,9 @@ std::unique_ptr<Command> MakeMaintainCommand() {
 }
 std::unique_ptr<Command> MakeDeleteCommand() { return std::make_unique<DeleteCommand>(); }
 std::unique_ptr<Command> MakeInfoCommand() { return std::make_unique<InfoCommand>(); }
+std::unique_ptr<Command> MakeRollbackCommand() {
+  return std::make_unique<RollbackCommand>();
+}
 std::unique_ptr<Command> MakeLsCommand() { return std::make_unique<LsCommand>(); }
 std::unique_ptr<Command> MakeDropCommand() { return std::make_unique<DropCommand>(); }
 std::unique_ptr<Command> MakeAlterCommand() { return std::make_unique<AlterCommand>(); }

@@ -12,11 +12,40 @@
 namespace timelake::commit {
 
 bool HasBatchId(const format::TableMetadata& m, const std::string& id) {
-  for (const auto& s : m.snapshots) {
+  const auto carries = [&](const format::Snapshot& s) {
     auto it = s.summary.find(format::summary::kBatchId);
-    if (it != s.summary.end() && it->second == id) return true;
+    return it != s.summary.end() && it->second == id;
+  };
+  // The current snapshot's ancestors, newest first. Where a parent is gone
+  // (another engine expired one in the middle), every older snapshot counts
+  // as history: only a rollback makes snapshots abandoned, and those are
+  // newer than the snapshot it went back to.
+  const format::Snapshot* s = m.CurrentSnapshot();
+  int64_t oldest_seen = INT64_MAX;
+  while (s != nullptr) {
+    if (carries(*s)) return true;
+    oldest_seen = s->sequence_number;
+    s = s->parent_snapshot_id ? m.FindSnapshot(*s->parent_snapshot_id) : nullptr;
+  }
+  for (const auto& snapshot : m.snapshots) {
+    if (snapshot.sequence_number < oldest_seen && carries(snapshot)) return true;
   }
   return false;
+}
+
+arrow::Result<std::optional<format::TableMetadata>> RollbackChange::Rebase(
+    const internal::TableState& base, Attempt*) {
+  const format::Snapshot* target = base.metadata.FindSnapshot(snapshot_id_);
+  if (target == nullptr) {
+    return NotFound(context_ + ": no snapshot " + std::to_string(snapshot_id_) +
+                    " in version " + std::to_string(base.version) +
+                    " (it never existed or has expired; `timelake info --snapshots` "
+                    "lists those kept)");
+  }
+  if (base.metadata.current_snapshot_id == snapshot_id_) return std::nullopt;
+  format::TableMetadata next = base.metadata;
+  next.SetCurrentSnapshot(snapshot_id_, internal::ToMillis(base.lake->clock->Now()));
+  return next;
 }
 
 arrow::Result<std::optional<format::TableMetadata>> PropertyChange::Rebase(

@@ -1,7 +1,8 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// The changes the public handles commit (api/): an append and a property
-// change. Maintenance's own changes (replace, expiry) are in maintain/.
+// The changes the public handles commit (api/): an append, a property
+// change and a rollback. Maintenance's own changes (replace, expiry) are in
+// maintain/.
 
 #ifndef TIMELAKE_COMMIT_CHANGES_H_
 #define TIMELAKE_COMMIT_CHANGES_H_
@@ -19,8 +20,26 @@
 
 namespace timelake::commit {
 
-// Whether a snapshot of `m` carries the append batch id `id`.
+// Whether a snapshot in the history of `m`'s current snapshot carries the
+// append batch id `id`. Snapshots a rollback abandoned do not count: their
+// rows are not in the table any more.
 bool HasBatchId(const format::TableMetadata& m, const std::string& id);
+
+// A rollback: the table's current snapshot becomes `snapshot_id`, an earlier
+// (or abandoned) snapshot still in the metadata, over whatever version wins.
+// Nothing to commit when it is current already.
+class RollbackChange : public Change {
+ public:
+  RollbackChange(int64_t snapshot_id, std::string context)
+      : snapshot_id_(snapshot_id), context_(std::move(context)) {}
+
+  arrow::Result<std::optional<format::TableMetadata>> Rebase(
+      const internal::TableState& base, Attempt* attempt) override;
+
+ private:
+  const int64_t snapshot_id_;
+  const std::string context_;
+};
 
 // A change of table properties: the same edit over whatever version wins.
 class PropertyChange : public Change {

@@ -100,6 +100,14 @@ void TableMetadata::AddSnapshot(Snapshot snapshot) {
   snapshots.push_back(std::move(snapshot));
 }
 
+void TableMetadata::SetCurrentSnapshot(int64_t id, int64_t timestamp_ms) {
+  last_updated_ms = std::max(last_updated_ms, timestamp_ms);
+  current_snapshot_id = id;
+  json& log = doc["snapshot-log"];
+  if (!log.is_array()) log = json::array();
+  log.push_back({{"snapshot-id", id}, {"timestamp-ms", last_updated_ms}});
+}
+
 void TableMetadata::LogPreviousMetadata(const std::string& file_uri, int64_t timestamp_ms,
                                         size_t max_entries) {
   json& log = doc["metadata-log"];

@@ -71,6 +71,9 @@ struct TableMetadata {
   // Appends a snapshot, makes it current (main branch), logs it and bumps the
   // sequence number and update time.
   void AddSnapshot(Snapshot snapshot);
+  // Makes the existing snapshot `id` current (main branch) and logs it at
+  // `timestamp_ms` (a rollback).
+  void SetCurrentSnapshot(int64_t id, int64_t timestamp_ms);
   // Records the previous metadata file in the metadata log (keeps the newest
   // `max_entries`).
   void LogPreviousMetadata(const std::string& file_uri, int64_t timestamp_ms,
