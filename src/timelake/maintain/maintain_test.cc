@@ -642,6 +642,39 @@ TEST_P(Maintenance, DeleteKeepsTheLastValueIndexExact) {
   EXPECT_EQ(one->num_rows(), 1);
 }
 
+TEST_P(Maintenance, ADeleteRebasedOverAnAppendKeepsTheAppendsNewestRows) {
+  Table table = Create({{"timelake.auto-maintain", "false"}});
+  for (int day = 0; day < 2; ++day) {
+    auto appended = table.Append({Rows({kT0 + day * kDayUs}, 3, day * 10)});
+    ASSERT_TRUE(appended.ok());
+    table = appended->first;
+  }
+  // Planned on this version; then another writer appends dev0's and dev1's
+  // newest rows, so the delete's commit rebases over that append and its
+  // index is decided over the append's (IndexAfterDelete's merge).
+  auto planned = *LoadTableState(LakeAccess::State(*lake_), table.name());
+  auto concurrent = table.Append({Rows({kT0 + 2 * kDayUs}, 2, 90)});
+  ASSERT_TRUE(concurrent.ok());
+  DeleteReport report;
+  auto deleted =
+      RunDelete(planned, "device = 'dev1' AND time < '2026-01-03'", {}, &report);
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
+  EXPECT_EQ(report.rows_deleted, 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM m"), 6 - 2 + 2);
+  // The index: dev0 and dev1 from the concurrent append (v 90, 91), dev2
+  // from day 1 (v 12), as the scan says.
+  Session session(*lake_);
+  TL_ASSERT_OK_AND_ASSIGN(auto latest, session.Latest("m"));
+  auto state = *LoadTableState(LakeAccess::State(*lake_), table.name());
+  ASSERT_TRUE(LviUri(*state->metadata.CurrentSnapshot()).has_value());
+  ASSERT_EQ(latest->num_rows(), 3);
+  TL_ASSERT_OK_AND_ASSIGN(auto combined, latest->CombineChunksToBatch());
+  const auto& v = static_cast<const arrow::DoubleArray&>(*combined->GetColumnByName("v"));
+  EXPECT_EQ(v.Value(0), 90);
+  EXPECT_EQ(v.Value(1), 91);
+  EXPECT_EQ(v.Value(2), 12);
+}
+
 TEST_P(Maintenance, PurgeRemovesTheDeletedRowsFromStorageNow) {
   Table table = Create({{"timelake.auto-maintain", "false"}});
   for (int day = 0; day < 2; ++day) {
