@@ -10,7 +10,7 @@ from pyiceberg.table import StaticTable
 
 from conftest import cli_query, duckdb_connection, referenced_files, run_cli, run_tl07
 from test_concurrency import target  # noqa: F401  (fixture: local and S3 warehouses)
-from test_maintain import batch_file, newest_metadata
+from test_maintain import batch_file, newest_metadata, tl07_table
 
 DAY = 86400
 
@@ -78,15 +78,7 @@ print(json.dumps([n, sorted(lake.latest("m").column("host").to_pylist())]))
 """, warehouse)
     assert json.loads(out.strip().splitlines()[-1]) == [2 * 20 * 3, ["h0", "h1", "h2"]]
 
-    files = day_files(tmp_path, days=2)
-    run_tl07("""
-import sys, timelake, pyarrow.parquet as pq
-lake = timelake.Lake(sys.argv[1])
-first = pq.read_table(sys.argv[2])
-t = lake.create_table("theirs", first.schema, time_column="time", series_key=["host"])
-for path in sys.argv[2:]:
-    t.append(pq.read_table(path))
-""", warehouse, *files)
+    tl07_table(warehouse, day_files(tmp_path, days=2))
     report = json.loads(run_cli("-w", warehouse, "delete", "theirs", "--where", "host = 'h0'",
                                 "--format", "json").stdout)
     assert report["rows_deleted"] == 40

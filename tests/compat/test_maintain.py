@@ -95,16 +95,21 @@ print(json.dumps([n, latest, report["files_written"]]))
     assert after["n"] == before["n"] + 50
 
 
-def test_we_maintain_a_table_timelake_07_wrote(warehouse, tmp_path):
-    files = [batch_file(tmp_path, f"b{a}", a * 50, 50) for a in range(6)]
+def tl07_table(warehouse, files, name="theirs"):
+    """A table `name` Timelake 0.7 creates and appends `files` to, one commit each."""
     run_tl07("""
 import sys, timelake, pyarrow.parquet as pq
 lake = timelake.Lake(sys.argv[1])
-first = pq.read_table(sys.argv[2])
-t = lake.create_table("theirs", first.schema, time_column="time", series_key=["host"])
-for path in sys.argv[2:]:
+first = pq.read_table(sys.argv[3])
+t = lake.create_table(sys.argv[2], first.schema, time_column="time", series_key=["host"])
+for path in sys.argv[3:]:
     t.append(pq.read_table(path))
-""", warehouse, *files)
+""", warehouse, name, *files)
+
+
+def test_we_maintain_a_table_timelake_07_wrote(warehouse, tmp_path):
+    files = [batch_file(tmp_path, f"b{a}", a * 50, 50) for a in range(6)]
+    tl07_table(warehouse, files)
     before = answer(warehouse, "theirs", tmp_path)
     report = json.loads(run_cli("-w", warehouse, "maintain", "theirs", "--format",
                                 "json").stdout)

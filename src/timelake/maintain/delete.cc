@@ -31,11 +31,6 @@ namespace cp = arrow::compute;
 // version.
 constexpr int kDeleteAttempts = 5;
 
-std::string PartitionName(const write::Layout& layout, std::optional<int32_t> p) {
-  if (!p) return "(unpartitioned)";
-  return layout.partition_field_name + "=" + write::PartitionLabel(*p, layout.chunk);
-}
-
 // What identifies an index row as the same row in another index: its series,
 // time and insertion time.
 std::vector<int> IdentityColumns(const arrow::Schema& schema, const Contract& contract) {

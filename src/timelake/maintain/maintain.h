@@ -54,6 +54,9 @@ inline constexpr size_t kTierFanIn = 4;
 // The partition value of a live file (nullopt: unpartitioned).
 std::optional<int32_t> PartitionValueOf(const format::LiveFile& file);
 
+// A partition as its folder names it ("time_day=2026-04-01"), for messages.
+std::string PartitionName(const write::Layout& layout, std::optional<int32_t> p);
+
 // [start, end) of a partition in microseconds since the epoch.
 std::pair<int64_t, int64_t> PartitionRange(int32_t value, Chunk chunk);
 

@@ -24,6 +24,11 @@
 
 namespace timelake::internal {
 
+std::string PartitionName(const write::Layout& layout, std::optional<int32_t> p) {
+  if (!p) return "(unpartitioned)";
+  return layout.partition_field_name + "=" + write::PartitionLabel(*p, layout.chunk);
+}
+
 namespace {
 
 namespace cp = arrow::compute;
@@ -31,11 +36,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 std::string_view AsView(const arrow::Buffer& b) {
   return {reinterpret_cast<const char*>(b.data()), static_cast<size_t>(b.size())};
-}
-
-std::string PartitionName(const write::Layout& layout, std::optional<int32_t> p) {
-  if (!p) return "(unpartitioned)";
-  return layout.partition_field_name + "=" + write::PartitionLabel(*p, layout.chunk);
 }
 
 void Progress(const StepOptions& options, const std::string& line) {
