@@ -252,11 +252,76 @@ def plots(info, out):
     return files
 
 
+def fmt_growth(value, first):
+    """`value` with its factor over the first data set's."""
+    if value is None:
+        return "–"
+    if first:
+        return f"×{value / first:.1f}"
+    return "–"
+
+
+def geomean_ms(ds, system, timing):
+    """The geometric mean of a system's times over the TSBS queries it answered
+    as we did (None when it missed one: the means would not compare)."""
+    times = []
+    for name in TSBS_QUERIES:
+        if not any(q["name"] == name for q in ds["queries"]):
+            continue
+        ms = timing(ds, system, name)
+        if ms is None or (system != "ours" and check_of(ds, system, name) != "ok"):
+            return None
+        times.append(ms)
+    return geomean(times)
+
+
+def growth(info):
+    """How each figure grows with the data: one table per figure, a column per
+    data set, each cell the figure and its factor over the smallest data set."""
+    sets = info["datasets"]
+    head = "| system | " + " | ".join(ds_name(ds) for ds in sets) + " |"
+    rule = "|---|" + "---|" * len(sets)
+    lines = ["", "## Growth with the data", "",
+             "Each figure per data set, and (×) its factor over the first data set's. Rows: "
+             + ", ".join(f"{ds['rows']:,}" for ds in sets) + " ("
+             + ", ".join(f"×{ds['rows'] / sets[0]['rows']:.1f}" for ds in sets) + ")."]
+
+    def table(title, systems, labels, value, fmt):
+        out = ["", f"{title}:", "", head, rule]
+        for s in systems:
+            values = [value(ds, s) for ds in sets]
+            first = values[0]
+            out.append(f"| {labels[s]} | " + " | ".join(
+                "–" if v is None else f"{fmt(v)} ({fmt_growth(v, first)})" for v in values)
+                + " |")
+        return out
+
+    ingest_s = lambda ds, s: ds["ingest"].get(s, {}).get("seconds")  # noqa: E731
+    rss = lambda ds, s: ds["ingest"].get(s, {}).get("peak_rss_kib")  # noqa: E731
+    lines += table("Ingest time", INGEST_LABELS, INGEST_LABELS, ingest_s,
+                   lambda v: f"{v:.2f} s")
+    lines += table("Peak memory of the ingest", INGEST_LABELS, INGEST_LABELS, rss, fmt_mib)
+    rewritten = [ds["ingest"].get("ours", {}).get("rewritten_per_byte") for ds in sets]
+    if any(r is not None for r in rewritten):
+        lines += ["", "Timelake C++'s compaction during ingest, bytes written per byte "
+                  "appended: " + ", ".join("–" if r is None else f"{r:.2f}"
+                                           for r in rewritten) + "."]
+    lines += table("Warm queries, geometric mean over the TSBS set", QUERY_SYSTEMS, LABELS,
+                   lambda ds, s: geomean_ms(ds, s, warm_ms), fmt_ms)
+    lines += table("Cold queries, geometric mean over the TSBS set", QUERY_SYSTEMS, LABELS,
+                   lambda ds, s: geomean_ms(ds, s, cold_ms), fmt_ms)
+    lines += table("Peak memory of the warm query process", QUERY_SYSTEMS + ["pyarrow"],
+                   LABELS, lambda ds, s: ds["warm"].get(s, {}).get("peak_rss_kib"), fmt_mib)
+    return lines
+
+
 def render(info, plot_files):
     m = info["machine"]
     date = info["started"][:10]
     s3 = info.get("s3", False)
-    kind = ", ".join(k for k, on in (("quick", info["quick"]), ("tables on S3", s3)) if on)
+    large = info.get("large", False)
+    kind = ", ".join(k for k, on in (("quick", info["quick"]), ("large", large),
+                                     ("tables on S3", s3)) if on)
     lines = [f"# Timelake benchmarks, {date}{f' ({kind})' if kind else ''}", ""]
     lines += [
         "> **Noisy figures.** Measured on the project's shared 2-core machine while other "
@@ -266,7 +331,7 @@ def render(info, plot_files):
         "Ratios are Timelake C++ / the fastest peer whose answer matched ours: "
         "**below 1 means Timelake C++ is faster**.",
         "",
-        f"Command: `make bench{'-quick' if info['quick'] else ''}"
+        f"Command: `make bench{'-quick' if info['quick'] else '-large' if large else ''}"
         f"{' BENCH_ARGS=--s3' if s3 else ''}` "
         f"({info['minutes']:.1f} min). Seed {info['seed']}; {info['repeats']} repeats of every "
         f"query timing, {info['ingest_repeats']} ingests per system.",
@@ -391,6 +456,9 @@ def render(info, plot_files):
             if q.get("duckdb"):
                 lines.append(f"  - `{q['duckdb']}`")
         lines += ["", "</details>"]
+
+    if len(info["datasets"]) > 1:
+        lines += growth(info)
 
     lines += ["", "## Summary", "",
               "Ingest: Timelake C++'s time / the fastest peer's. Queries: the geometric "

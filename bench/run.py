@@ -5,6 +5,7 @@
     .venv/bin/python bench/run.py                # 100 hosts x 24 h and 1,000 x 12 h, 5 repeats
     .venv/bin/python bench/run.py --hosts 100,1000 --hours 24,12 --repeats 5 --out FILE.md
     .venv/bin/python bench/run.py --quick --s3   # the tables on a local S3 server instead
+    .venv/bin/python bench/run.py --large        # 100 x 24 h, 1,000 x 12 h, 4,000 x 24 h (TSBS scale)
     .venv/bin/python bench/run.py --latest       # `latest` benchmark: bench/latest.py
 
 In one run, on the same generated Parquet files (bench/tsbs.py):
@@ -469,6 +470,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true",
                    help="100 hosts x 12 h, 3 repeats (a few minutes)")
+    p.add_argument("--large", action="store_true",
+                   help="TSBS's standard scale: 4,000 hosts x 24 h (34.6 M rows) after "
+                   "100 x 24 h and 1,000 x 12 h, 3 repeats, so that the report shows how each "
+                   "figure grows (about an hour; `make bench-large`)")
     p.add_argument("--hosts", help="comma-separated host counts, one data set each")
     p.add_argument("--hours", help="comma-separated hours per data set (or one for all)")
     p.add_argument("--repeats", type=int, help="repeats of every timing (median)")
@@ -498,16 +503,20 @@ def main():
         latest.main(a, hosts, hours, a.repeats or (5 if a.quick else 9))
         return
 
-    hosts = parse_list(a.hosts) if a.hosts else ([100] if a.quick else [100, 1000])
-    hours = parse_list(a.hours) if a.hours else ([12] if a.quick else [24, 12][:len(hosts)])
+    if a.quick and a.large:
+        p.error("--quick and --large exclude each other")
+    default_hosts = [100] if a.quick else [100, 1000, 4000] if a.large else [100, 1000]
+    default_hours = [12] if a.quick else [24, 12, 24] if a.large else [24, 12]
+    hosts = parse_list(a.hosts) if a.hosts else default_hosts
+    hours = parse_list(a.hours) if a.hours else default_hours[:len(hosts)]
     if len(hours) == 1:
         hours = hours * len(hosts)
     if len(hours) != len(hosts):
         p.error("--hours needs one value, or one per --hosts value")
-    repeats = a.repeats or (3 if a.quick else 5)
+    repeats = a.repeats or (3 if a.quick or a.large else 5)
     ingest_repeats = a.ingest_repeats or 3
     stamp = dt.date.today().isoformat() + ("-quick" if a.quick else "") + \
-        ("-s3" if a.s3 else "")
+        ("-large" if a.large else "") + ("-s3" if a.s3 else "")
     out = pathlib.Path(a.out) if a.out else HERE / "results" / f"{stamp}.md"
     for need in (pathlib.Path(a.bench_bin), TL07_PYTHON):
         if not need.exists():
@@ -569,7 +578,8 @@ def run(a, hosts, hours, repeats, ingest_repeats, bench_bin, server):
     info = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "load_before": os.getloadavg(), "machine": machine(bench_bin),
             "repeats": repeats, "ingest_repeats": ingest_repeats, "seed": a.seed,
-            "rows_per_file": a.rows_per_file, "quick": a.quick, "datasets": [],
+            "rows_per_file": a.rows_per_file, "quick": a.quick, "large": a.large,
+            "datasets": [],
             "storage": "local disk"}
     run_id = dt.datetime.now().strftime("run-%Y%m%d-%H%M%S")
     if server:

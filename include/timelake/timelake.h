@@ -129,6 +129,17 @@ struct AppendOptions {
   // the table's timelake.auto-maintain (true unless set) for a time-series
   // table, and off for a plain table.
   std::optional<bool> auto_maintain;
+  // Runs that inline maintenance on a background thread, so that the call
+  // returns once the append is committed and the maintenance overlaps
+  // whatever the caller does next (reading its next batch, the next
+  // append). The next Append of the table through this Lake (or a copy of
+  // it) waits for it and reports it in its AppendResult::maintenance and
+  // maintenance_error, and returns the newer of the two versions; Maintain,
+  // Delete, Rollback and SetProperties wait for it first; Flush() waits for
+  // it at the end. With false, the maintenance runs before the call
+  // returns and is reported by it (also then with any background run
+  // reported first). Default: true.
+  bool maintain_in_background = true;
   // Rows the streaming Append(reader) holds before it writes them out as
   // data files: its memory is about this many aligned rows, however long
   // the stream. The other Append ignores it. Values below 1 count as 1.
@@ -250,10 +261,16 @@ struct AppendResult {
   int64_t version = 0;           // table version (metadata file number) after the append
   bool duplicate_batch = false;  // batch_id seen before: nothing committed
   CommitInfo commit;
-  // Inline maintenance after the commit (all zero when it did not run).
+  // Inline maintenance this call saw finish (all zero when none did): the
+  // run the previous append of the table left in the background
+  // (AppendOptions::maintain_in_background), and this append's own when it
+  // ran before returning, summed.
   MaintainReport maintenance;
-  // Why inline maintenance failed ("" when it did not); the append stands.
+  // Why that maintenance failed ("" when it did not); the appends stand.
   std::string maintenance_error;
+  // This append's maintenance runs in the background: a later Append,
+  // Table::WaitForMaintenance or Flush() sees it end.
+  bool maintenance_pending = false;
 };
 
 // Summary of a table version, for `timelake info`.
@@ -409,6 +426,14 @@ class Table {
   // the batch by its position in the stream, from 0, or a null reader).
   arrow::Result<std::pair<Table, AppendResult>> Append(
       arrow::RecordBatchReader* reader, const AppendOptions& options = {}) const;
+
+  // Waits for the inline maintenance that appends to this table (through
+  // this Lake or a copy) left running in the background, and returns the
+  // newest version it or this handle knows, with what those runs did that
+  // no append reported yet (all zero when none was pending). Errors: the
+  // maintenance's own failure, as kind and message (kConflict, kStorage,
+  // …); the appends stand either way.
+  arrow::Result<std::pair<Table, MaintainReport>> WaitForMaintenance() const;
 
   // Maintenance (SPEC §7), in order: retention, compaction, snapshot expiry,
   // deletion of files only expired snapshots used, orphan sweep. Each

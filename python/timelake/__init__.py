@@ -267,8 +267,11 @@ class Table:
         interrupted append of the same data adds only what is missing.
 
         ``maintain`` runs inline maintenance after the commit (True), skips it (False), or
-        follows the table's ``timelake.auto-maintain`` (None). A failure of that
-        maintenance does not fail the append: it is reported as ``maintenance_error``.
+        follows the table's ``timelake.auto-maintain`` (None). That maintenance runs in the
+        background, beside whatever comes next; the next append of the table reports it
+        (``maintenance``: what finished during the call), ``maintain()`` waits for it, and
+        so does ``flush()`` (called at exit). A failure of that maintenance does not fail
+        the append: it is reported as ``maintenance_error``.
 
         Each commit is optimistic: when another writer committed first, it is rebased onto
         that commit and tried again, up to ``max_commit_attempts`` attempts (values below 1
@@ -276,7 +279,8 @@ class Table:
 
         Returns the statistics: rows, input_rows, files, bytes, partitions, version,
         snapshot_id, sequence_number, commit_ms, write_ms, attempts, conflicts_rebased,
-        commits, duplicate, and ``maintenance`` (a MaintainReport) when it ran.
+        commits, duplicate, and ``maintenance`` (a MaintainReport) when maintenance finished
+        during the call.
 
         Raises InvalidError for data that does not fit the schema (extra columns, wrong
         types, null times; nothing is written), ConflictError when other writers kept

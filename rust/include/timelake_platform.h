@@ -286,6 +286,11 @@ typedef struct TlCatalogCallbacks {
   //   seq    int64, not null  the sequence number of the commit that added it
   //   sorted bool, not null   the file is sorted by (keys, order) already
   //   group  int32, nullable  its merge group; null: read as it is
+  //   rows   int64, nullable  its row count (the manifest's); when known, a
+  //                           file read as it is may be split into row ranges
+  //                           read in parallel
+  // and, optionally, the schema metadata "page.rows": the rows of the table's
+  // data pages, which such ranges start at multiples of.
   // Files of one group may hold rows with equal keys and are merged by
   // (keys, order, seq), keeping the last row of equal keys. When a group
   // exists, the batch's schema metadata names the merge: "dedup.key.0",
@@ -334,6 +339,12 @@ void tl_session_free(TlSession* session);
 // TL_INVALID.
 TlCode tl_session_set_option(TlSession* session, const char* key, const char* value,
                              char** err);
+
+// Makes the session's scans read storage around the store's block cache
+// (the `timelake_cache_*` options of tl_store_open): for reads of files
+// that are read once and then replaced, such as a compaction's inputs,
+// which would only push useful blocks out. Call before the first statement.
+void tl_session_bypass_cache(TlSession* session);
 
 // Plans and runs one SQL statement; the result streams through `out`
 // (get_next runs the plan on Rust's runtime; it must not be called from a

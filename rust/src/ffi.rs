@@ -799,6 +799,19 @@ pub unsafe extern "C" fn tl_session_set_option(
 }
 
 /// # Safety
+/// `session` must be NULL or a live handle from `tl_session_new`, not used
+/// by another thread during the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_session_bypass_cache(session: *mut TlSession) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: per this function's contract.
+        if let Some(session) = unsafe { session.as_ref() } {
+            session.session.bypass_cache();
+        }
+    }));
+}
+
+/// # Safety
 /// `session` must be NULL or a live handle from `tl_session_new`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tl_session_interrupt(session: *const TlSession) {

@@ -2,7 +2,8 @@
 //! behind the C ABI of `include/timelake_platform.h`.
 //!
 //! - [`store`]: warehouse storage (`tl_store_*`), with [`trace`] for
-//!   `TIMELAKE_TRACE=storage`.
+//!   `TIMELAKE_TRACE=storage` and [`cache`], the block cache of immutable
+//!   objects.
 //! - [`session`]: SQL sessions (`tl_session_*`) whose catalog ([`catalog`])
 //!   and tables ([`provider`], [`filters`]) are answered by C++ callbacks
 //!   ([`callbacks`], a leaf: it uses no other module but [`error`]).
@@ -12,6 +13,7 @@
 //! - [`m4`], [`twm`] (with [`tsargs`]): the time-series aggregates
 //!   `m4`, `time_weighted_mean` and `time_weighted_state`.
 
+pub mod cache;
 pub mod callbacks;
 pub mod catalog;
 pub mod datetrunc;

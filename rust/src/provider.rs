@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::compute::SortOptions;
+use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use arrow::datatypes::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
@@ -16,6 +17,7 @@ use datafusion::common::project_schema;
 use datafusion::common::ScalarValue;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::parquet::CachedParquetFileReaderFactory;
+use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
@@ -119,6 +121,15 @@ impl TimelakeTable {
         let seqs = column::<Int64Array>(&batch, "seq", &invalid)?;
         let sorted = column::<BooleanArray>(&batch, "sorted", &invalid)?;
         let groups = column::<Int32Array>(&batch, "group", &invalid)?;
+        // Optional: plans without row counts are read file by file.
+        let rows = batch
+            .column_by_name("rows")
+            .map(|c| {
+                c.as_any()
+                    .downcast_ref::<Int64Array>()
+                    .ok_or_else(|| invalid("a \"rows\" column that is not int64"))
+            })
+            .transpose()?;
         let nulls = paths.null_count() + sizes.null_count() + seqs.null_count();
         if nulls + sorted.null_count() > 0 {
             return Err(invalid("a file with a null path, size, seq or sorted"));
@@ -134,6 +145,9 @@ impl TimelakeTable {
                 file: footers::planned_file(location, size),
                 seq: seqs.value(i),
                 sorted: sorted.value(i),
+                rows: rows
+                    .filter(|r| r.is_valid(i))
+                    .and_then(|r| u64::try_from(r.value(i)).ok()),
             });
             if groups.is_valid(i) {
                 let g = usize::try_from(groups.value(i))
@@ -146,7 +160,17 @@ impl TimelakeTable {
                 members[g].push(i);
             }
         }
-        let mut plan = ScanPlan { files, dedup: None };
+        let page_rows = batch
+            .schema_ref()
+            .metadata()
+            .get("page.rows")
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&r| r > 0);
+        let mut plan = ScanPlan {
+            files,
+            dedup: None,
+            page_rows,
+        };
         members.retain(|m| !m.is_empty());
         if members.is_empty() {
             return Ok(plan);
@@ -397,6 +421,79 @@ impl TimelakeTable {
     }
 }
 
+/// Deals `files` (newest first) out to `n` groups of about the same number
+/// of rows, so that every core has about the same work whatever the files'
+/// sizes: a file of more rows than a group's share is read as row ranges
+/// (Parquet row selections, at multiples of `page_rows`, so that no page is
+/// decoded twice) by several groups. Each piece goes to the group with the
+/// fewest rows so far, so groups still start with new data. Without row
+/// counts for every file, or with a limit (which wants few rows, from the
+/// newest files), it deals whole files in turn (`round_robin`). Only files
+/// written in the table's sort order are split: Timelake's own, whose
+/// manifest row counts are exact (a wrong count would fail the read).
+fn balanced_groups(
+    files: Vec<PlannedFile>,
+    n: usize,
+    page_rows: Option<u64>,
+    limit: Option<usize>,
+) -> Vec<FileGroup> {
+    let n = n.max(1);
+    let all_known = files.iter().all(|f| f.rows.is_some());
+    if n == 1 || limit.is_some() || !all_known || files.is_empty() {
+        return round_robin(files.into_iter().map(|f| f.file).collect(), n);
+    }
+    let total: u64 = files.iter().filter_map(|f| f.rows).sum();
+    let share = total.div_ceil(n as u64).max(1);
+    let page = page_rows.unwrap_or(1).max(1);
+    let mut groups: Vec<(u64, Vec<PartitionedFile>)> = (0..n).map(|_| (0, Vec::new())).collect();
+    for f in files {
+        let rows = f.rows.unwrap_or(0);
+        // Split only what would unbalance the groups: a file well over a
+        // share, of at least two pages.
+        let pieces = if f.sorted && rows > share + share / 4 && rows >= 2 * page {
+            rows.div_ceil(share).min(n as u64)
+        } else {
+            1
+        };
+        let mut start = 0;
+        for p in 1..=pieces {
+            let end = if p == pieces {
+                rows
+            } else {
+                ((rows * p / pieces).div_ceil(page) * page).min(rows)
+            };
+            if end <= start {
+                continue;
+            }
+            let mut file = f.file.clone();
+            if pieces > 1 {
+                let mut selectors = Vec::new();
+                if start > 0 {
+                    selectors.push(RowSelector::skip(start as usize));
+                }
+                selectors.push(RowSelector::select((end - start) as usize));
+                if end < rows {
+                    selectors.push(RowSelector::skip((rows - end) as usize));
+                }
+                file.extensions
+                    .insert(ParquetRowSelection::new(RowSelection::from(selectors)));
+            }
+            let least = groups
+                .iter_mut()
+                .min_by_key(|g| g.0)
+                .expect("n >= 1 groups");
+            least.0 += end - start;
+            least.1.push(file);
+            start = end;
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| !g.1.is_empty())
+        .map(|g| FileGroup::new(g.1))
+        .collect()
+}
+
 /// Deals `files` out to `n` groups in turn. C++ lists them newest first, so
 /// every partition starts with new data (top-k queries on time fill early).
 fn round_robin(files: Vec<PartitionedFile>, n: usize) -> Vec<FileGroup> {
@@ -415,6 +512,8 @@ struct PlannedFile {
     file: PartitionedFile,
     seq: i64,
     sorted: bool,
+    /// The file's row count, when the plan gave it.
+    rows: Option<u64>,
 }
 
 struct DedupPlan {
@@ -427,6 +526,8 @@ struct DedupPlan {
 struct ScanPlan {
     files: Vec<PlannedFile>,
     dedup: Option<DedupPlan>,
+    /// Rows of the table's data pages (the plan's "page.rows").
+    page_rows: Option<u64>,
 }
 
 #[async_trait]
@@ -464,7 +565,11 @@ impl TableProvider for TimelakeTable {
         .await
         .and_then(|r| r)
         .map_err(TlError::into_datafusion)?;
-        let ScanPlan { files, dedup } = self
+        let ScanPlan {
+            files,
+            dedup,
+            page_rows,
+        } = self
             .parse_plan(answer.rows)
             .map_err(TlError::into_datafusion)?;
 
@@ -475,8 +580,7 @@ impl TableProvider for TimelakeTable {
 
         let target = state.config().target_partitions().max(1);
         let Some(dedup) = dedup else {
-            let plain = files.into_iter().map(|f| f.file).collect();
-            let groups = round_robin(plain, target);
+            let groups = balanced_groups(files, target, page_rows, limit);
             return self.parquet_scan(state, groups, vec![], projection.cloned(), None, limit);
         };
 
@@ -492,12 +596,12 @@ impl TableProvider for TimelakeTable {
         for (file, group) in files.into_iter().zip(in_group) {
             match group {
                 Some(g) => grouped[g].push(file),
-                None => plain.push(file.file),
+                None => plain.push(file),
             }
         }
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         if !plain.is_empty() {
-            let groups = round_robin(plain, target);
+            let groups = balanced_groups(plain, target, page_rows, None);
             inputs.push(self.parquet_scan(
                 state,
                 groups,
@@ -517,5 +621,96 @@ impl TableProvider for TimelakeTable {
             return Ok(inputs.pop().expect("one input"));
         }
         Ok(UnionExec::try_new(inputs)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
+    use object_store::path::Path;
+
+    use super::{balanced_groups, PlannedFile};
+    use crate::footers;
+
+    fn file(name: &str, rows: u64, sorted: bool) -> PlannedFile {
+        PlannedFile {
+            file: footers::planned_file(Path::from(name), rows * 10),
+            seq: 1,
+            sorted,
+            rows: Some(rows),
+        }
+    }
+
+    /// (file, first row, rows) of each piece of each group.
+    fn pieces(groups: &[datafusion::datasource::physical_plan::FileGroup]) -> Vec<Vec<(String, u64, u64)>> {
+        groups
+            .iter()
+            .map(|g| {
+                g.files()
+                    .iter()
+                    .map(|f| {
+                        let name = f.object_meta.location.to_string();
+                        match f.extensions.get::<ParquetRowSelection>() {
+                            None => (name, 0, f.object_meta.size / 10),
+                            Some(s) => {
+                                let mut at = 0;
+                                let mut picked = None;
+                                for sel in s.selection().iter() {
+                                    if !sel.skip {
+                                        picked = Some((at as u64, sel.row_count as u64));
+                                    }
+                                    at += sel.row_count;
+                                }
+                                let (start, len) = picked.expect("one selected range");
+                                assert_eq!(at as u64, f.object_meta.size / 10, "covers the file");
+                                (name, start, len)
+                            }
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn groups_get_about_the_same_rows_and_every_row_once() {
+        // One big compacted file and two small ones, newest first.
+        let files = vec![file("new", 32_000, true), file("big", 400_000, true), file("mid", 100_000, true)];
+        let groups = balanced_groups(files, 2, Some(20_000), None);
+        let got = pieces(&groups);
+        assert_eq!(got.len(), 2);
+        let totals: Vec<u64> = got.iter().map(|g| g.iter().map(|p| p.2).sum()).collect();
+        assert_eq!(totals.iter().sum::<u64>(), 532_000);
+        let (hi, lo) = (*totals.iter().max().unwrap(), *totals.iter().min().unwrap());
+        assert!(hi - lo <= 140_000, "{totals:?}: far better than 432,000 against 100,000");
+        // The big file's ranges: disjoint, at page multiples, covering it.
+        let mut ranges: Vec<(u64, u64)> = got
+            .iter()
+            .flatten()
+            .filter(|p| p.0 == "big")
+            .map(|p| (p.1, p.2))
+            .collect();
+        ranges.sort();
+        assert_eq!(ranges.len(), 2);
+        assert_eq!(ranges[0].0, 0);
+        assert_eq!(ranges[0].0 + ranges[0].1, ranges[1].0);
+        assert_eq!(ranges[1].0 % 20_000, 0);
+        assert_eq!(ranges[1].0 + ranges[1].1, 400_000);
+        // Each group starts with the newest data it has.
+        assert_eq!(got[0][0].0, "new");
+    }
+
+    #[test]
+    fn unsorted_files_limits_and_unknown_counts_are_not_split() {
+        let files = vec![file("a", 400_000, false), file("b", 10_000, true)];
+        let got = pieces(&balanced_groups(files, 2, Some(20_000), None));
+        assert!(got.iter().flatten().all(|p| p.1 == 0), "{got:?}");
+        let files = vec![file("a", 400_000, true), file("b", 10_000, true)];
+        let got = pieces(&balanced_groups(files, 2, Some(20_000), Some(5)));
+        assert_eq!(got.iter().flatten().count(), 2, "a limit reads whole files");
+        let mut unknown = file("a", 400_000, true);
+        unknown.rows = None;
+        let got = pieces(&balanced_groups(vec![unknown, file("b", 10, true)], 2, None, None));
+        assert_eq!(got.iter().flatten().count(), 2);
     }
 }

@@ -52,6 +52,7 @@ fn query_options() -> SQLOptions {
 
 pub struct Session {
     ctx: SessionContext,
+    store: Arc<Store>,
     /// Credentials to scrub from every message (query errors may quote
     /// storage requests).
     secrets: Arc<Vec<String>>,
@@ -97,12 +98,25 @@ impl Session {
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
         let secrets = store.secrets();
-        ctx.register_catalog(CATALOG, Arc::new(TimelakeCatalog::new(callbacks, store)));
+        ctx.register_catalog(
+            CATALOG,
+            Arc::new(TimelakeCatalog::new(callbacks, Arc::clone(&store))),
+        );
         Ok(Self {
             ctx,
+            store,
             secrets,
             interrupted: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Scans read around the store's block cache from now on
+    /// (`tl_session_bypass_cache`).
+    pub fn bypass_cache(&self) {
+        self.ctx.register_object_store(
+            self.store.base_url(),
+            Arc::clone(self.store.uncached_client()),
+        );
     }
 
     fn scrub(&self, mut error: TlError) -> TlError {

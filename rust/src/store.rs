@@ -22,6 +22,7 @@ use object_store::{
 };
 use url::Url;
 
+use crate::cache::{CacheOptions, CachingStore};
 use crate::error::{is_unreachable, object_store_code, TlCode, TlError, TlResult};
 use crate::runtime;
 use crate::trace::{relative_key, storage_tracing_enabled, TracingStore};
@@ -67,7 +68,11 @@ pub struct Listing {
 /// A warehouse location and its client.
 #[derive(Debug)]
 pub struct Store {
+    /// The client every request goes through: the block cache
+    /// ([`crate::cache`]) when one is configured, over `uncached`.
     client: Arc<dyn ObjectStore>,
+    /// The client below the cache (tracing, when on, included).
+    uncached: Arc<dyn ObjectStore>,
     prefix: Path,
     root_url: String,
     /// Scheme and authority ("file://", "s3://bucket", "memory://"): the URL
@@ -95,6 +100,12 @@ impl Store {
         // Unparsable URLs are not echoed: they might carry credentials.
         let url = parse_location(url).map_err(|e| TlError::invalid(format!("open: {e}")))?;
         let shown = display_url(url.as_str());
+        // The block cache's options are ours, not object_store's.
+        let mut options = options.to_vec();
+        let remote = !matches!(url.scheme(), "file" | "memory");
+        let cache = CacheOptions::take_from(&mut options, remote)
+            .map_err(|e| TlError::invalid(format!("open {shown}: {}", e.message)))?;
+        let options = options.as_slice();
         let mut secrets: Vec<String> = options
             .iter()
             .filter(|(k, v)| is_secret(k, v))
@@ -153,6 +164,14 @@ impl Store {
         ))
         .map_err(|e| TlError::invalid(format!("open {shown}: {e}")))?;
 
+        // Above the tracing, so that a trace shows what reached storage.
+        let uncached = Arc::clone(&client);
+        let client: Arc<dyn ObjectStore> = if cache.enabled() {
+            Arc::new(CachingStore::new(client, &base_url, &cache))
+        } else {
+            client
+        };
+
         let root_url = if url.scheme() == "memory" && prefix.as_ref().is_empty() {
             "memory:///".to_string()
         } else {
@@ -161,6 +180,7 @@ impl Store {
 
         Ok(Self {
             client,
+            uncached,
             prefix,
             root_url,
             base_url,
@@ -186,9 +206,15 @@ impl Store {
         &self.footers
     }
 
-    /// The (possibly tracing) client, shared with DataFusion.
+    /// The (possibly caching and tracing) client, shared with DataFusion.
     pub fn client(&self) -> &Arc<dyn ObjectStore> {
         &self.client
+    }
+
+    /// The client without the block cache, for reads of files that are
+    /// read once and then replaced (a compaction's inputs).
+    pub fn uncached_client(&self) -> &Arc<dyn ObjectStore> {
+        &self.uncached
     }
 
     /// The object_store path of a key relative to the store root.
@@ -1014,6 +1040,58 @@ mod tests {
             "{}",
             later.message
         );
+    }
+
+    /// The block cache answers reads of immutable objects exactly as
+    /// storage does: ranges past the end, missing objects, deletes.
+    fn exercise_cached(store: &Store) {
+        let key = "t/data/x.parquet";
+        store
+            .put(key, Bytes::from_static(b"hello world"), Put::Overwrite)
+            .unwrap();
+        for _ in 0..2 {
+            assert_eq!(&store.get(key).unwrap()[..], b"hello world");
+            assert_eq!(&store.get_range(key, 6, 5).unwrap()[..], b"world");
+            assert_eq!(&store.get_range(key, 6, 100).unwrap()[..], b"world");
+            assert!(store.get_range(key, 11, 5).unwrap().is_empty());
+            assert!(store.get_range(key, 50, 5).unwrap().is_empty());
+            assert!(store.get_range(key, 1 << 20, 5).unwrap().is_empty());
+            assert_eq!(store.head(key).unwrap().size, 11);
+        }
+        assert_eq!(
+            store.get("t/data/nope.parquet").unwrap_err().code,
+            TlCode::NotFound
+        );
+        assert_eq!(
+            store.get_range("t/data/nope.parquet", 0, 4).unwrap_err().code,
+            TlCode::NotFound
+        );
+        store.delete(key).unwrap();
+        assert_eq!(store.get(key).unwrap_err().code, TlCode::NotFound);
+        assert_eq!(store.get_range(key, 0, 4).unwrap_err().code, TlCode::NotFound);
+    }
+
+    #[test]
+    fn cached_stores() {
+        let memory = [("timelake_cache_memory".to_string(), "1MiB".to_string())];
+        let store = Store::open("memory://", &memory).unwrap();
+        exercise(&store, true);
+        exercise_cached(&store);
+        let dir = TempDir::new("cached-store");
+        let options = [
+            ("TIMELAKE_CACHE_MEMORY".to_string(), "0".to_string()),
+            (
+                "timelake_cache_dir".to_string(),
+                dir.0.join("cache").display().to_string(),
+            ),
+        ];
+        let local = Store::open(dir.0.join("warehouse").to_str().unwrap(), &options).unwrap();
+        exercise(&local, false);
+        exercise_cached(&local);
+        let err = Store::open("memory://", &[("timelake_cache_disk".into(), "big".into())])
+            .unwrap_err();
+        assert_eq!(err.code, TlCode::Invalid);
+        assert!(err.message.contains("timelake_cache_disk"), "{}", err.message);
     }
 
     #[test]

@@ -36,6 +36,31 @@ void DeleteQuietly(const storage::Store& store, const std::vector<std::string>& 
   for (const auto& k : keys) (void)store.Delete(k);
 }
 
+// Waits for the table's inline maintenance running in the background, if
+// any: adds what it did to `report` (and its failure to `error`), and moves
+// `table` to the version it made when that is newer.
+void TakeBackground(std::shared_ptr<const internal::TableState>& table,
+                    MaintainReport* report, std::string* error) {
+  auto done = internal::WaitForMaintenance(table->lake, table->name);
+  if (!done) return;
+  internal::AddReport(report, done->report);
+  if (!done->error.ok()) *error = done->error.message();
+  if (done->table != nullptr && done->table->version > table->version) {
+    table = std::move(done->table);
+  }
+}
+
+// The handle a change that is not an append starts from, once the table's
+// background maintenance has ended (its outcome is dropped: only appends
+// and WaitForMaintenance report it).
+std::shared_ptr<const internal::TableState> AfterBackground(
+    std::shared_ptr<const internal::TableState> table) {
+  MaintainReport ignored;
+  std::string error;
+  TakeBackground(table, &ignored, &error);
+  return table;
+}
+
 }  // namespace
 
 const TableName& Table::name() const { return state_->name; }
@@ -110,7 +135,8 @@ arrow::Result<Table> Table::Rollback(int64_t snapshot_id) const {
   commit::RollbackChange change(snapshot_id, context);
   commit::CommitOptions copts;
   copts.context = context;
-  TIMELAKE_ASSIGN_OR_RAISE(auto outcome, commit::Commit(state_, &change, copts));
+  TIMELAKE_ASSIGN_OR_RAISE(auto outcome,
+                           commit::Commit(AfterBackground(state_), &change, copts));
   return Table(std::move(outcome.state));
 }
 
@@ -132,7 +158,8 @@ arrow::Result<Table> Table::SetProperties(
   commit::PropertyChange change(std::move(canonical), context);
   commit::CommitOptions copts;
   copts.context = context;
-  TIMELAKE_ASSIGN_OR_RAISE(auto outcome, commit::Commit(state_, &change, copts));
+  TIMELAKE_ASSIGN_OR_RAISE(auto outcome,
+                           commit::Commit(AfterBackground(state_), &change, copts));
   return Table(std::move(outcome.state));
 }
 
@@ -249,16 +276,26 @@ arrow::Result<Committed> CommitWritten(std::shared_ptr<const internal::TableStat
   }
   result.sequence_number = change.sequence_number();
 
-  // Inline maintenance: its failure leaves the append as it is.
+  // Inline maintenance: its failure leaves the append as it is. The run the
+  // previous append left in the background overlapped this one; it is
+  // reported here, and the next run starts from the newer version.
   std::shared_ptr<const internal::TableState> out = outcome.state;
+  TakeBackground(out, &result.maintenance, &result.maintenance_error);
   auto auto_maintain =
       out->contract.time_column
           ? settings::Resolver(nullptr, nullptr, &out->metadata.properties)
                 .GetBool("auto-maintain")
           : arrow::Result<bool>(false);
   if (options.auto_maintain.value_or(auto_maintain.ValueOr(true))) {
-    auto maintained = internal::MaintainAfterAppend(
-        out, touched, std::max(1, options.max_commit_attempts), &result.maintenance);
+    const int attempts = std::max(1, options.max_commit_attempts);
+    if (options.maintain_in_background) {
+      internal::StartMaintenance(out, touched, attempts);
+      result.maintenance_pending = true;
+      return std::make_pair(std::move(out), result);
+    }
+    MaintainReport report;
+    auto maintained = internal::MaintainAfterAppend(out, touched, attempts, &report);
+    internal::AddReport(&result.maintenance, report);
     if (maintained.ok()) {
       out = *maintained;
     } else {
@@ -321,6 +358,20 @@ arrow::Result<std::pair<Table, AppendResult>> Table::Append(
   return std::make_pair(Table(std::move(committed.first)), std::move(committed.second));
 }
 
+arrow::Result<std::pair<Table, MaintainReport>> Table::WaitForMaintenance() const {
+  auto done = internal::WaitForMaintenance(state_->lake, state_->name);
+  if (!done) return std::make_pair(*this, MaintainReport{});
+  if (!done->error.ok()) {
+    return WithContext(done->error, "maintaining " + state_->name.ToString() +
+                                        " in the background after an append");
+  }
+  std::shared_ptr<const internal::TableState> table = state_;
+  if (done->table != nullptr && done->table->version > table->version) {
+    table = std::move(done->table);
+  }
+  return std::make_pair(Table(std::move(table)), done->report);
+}
+
 arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
     const MaintainOptions& options) const {
   const auto start = std::chrono::steady_clock::now();
@@ -328,7 +379,9 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
   internal::StepOptions step;
   step.max_commit_attempts = options.max_commit_attempts;
   step.progress = options.progress;
-  // Plans on the newest version, not this handle's.
+  // Plans on the newest version, not this handle's, once the background
+  // maintenance of appends has ended (it would race this one's rewrites).
+  (void)AfterBackground(state_);
   TIMELAKE_ASSIGN_OR_RAISE(auto table,
                            internal::LoadTableState(state_->lake, state_->name));
   // Not even the sweep of unreferenced files (a newer format may reference
@@ -380,7 +433,9 @@ arrow::Result<std::pair<Table, DeleteReport>> Table::Delete(
   internal::StepOptions step;
   step.max_commit_attempts = std::max(1, options.max_commit_attempts);
   step.progress = options.progress;
-  // Deletes what queries see now, not what this handle saw.
+  // Deletes what queries see now, not what this handle saw (once the
+  // background maintenance of appends, which rewrites files too, has ended).
+  (void)AfterBackground(state_);
   TIMELAKE_ASSIGN_OR_RAISE(auto table,
                            internal::LoadTableState(state_->lake, state_->name));
   TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*table), context));

@@ -74,6 +74,25 @@ arrow::Status BatchCommitter::Commit(bool end_of_input) {
   return arrow::Status::OK();
 }
 
+arrow::Status BatchCommitter::Flush() {
+  ARROW_RETURN_NOT_OK(Commit(/*end_of_input=*/true));
+  auto finished = table_.WaitForMaintenance();
+  if (!finished.ok()) {
+    WarnMaintenance(finished.status().message());
+    return arrow::Status::OK();
+  }
+  table_ = std::move(finished->first);
+  totals_.compactions += finished->second.partitions_compacted;
+  return arrow::Status::OK();
+}
+
+void WarnMaintenance(std::string_view error) {
+  // The rows are committed; only the tidying after them failed.
+  std::cerr << "timelake: warning: maintenance after the append failed (the rows are "
+               "committed; `timelake maintain` retries it): "
+            << error << std::endl;
+}
+
 void AddAppend(const AppendResult& result, int64_t given,
                BatchCommitter::Totals* totals) {
   if (result.duplicate_batch) {
@@ -84,12 +103,7 @@ void AddAppend(const AppendResult& result, int64_t given,
   totals->duplicates_replaced += given - result.rows;
   ++totals->commits;
   totals->compactions += result.maintenance.partitions_compacted;
-  if (!result.maintenance_error.empty()) {
-    // The rows are committed; only the tidying after them failed.
-    std::cerr << "timelake: warning: maintenance after the append failed (the rows are "
-                 "committed; `timelake maintain` retries it): "
-              << result.maintenance_error << std::endl;
-  }
+  if (!result.maintenance_error.empty()) WarnMaintenance(result.maintenance_error);
   totals->rows += result.rows;
   totals->files += result.files;
   totals->bytes += result.bytes;

@@ -51,9 +51,11 @@ class BatchCommitter {
   // Aligns `batch` to the table schema and commits once enough rows wait.
   // Errors: those of AlignBatch and Table::Append.
   arrow::Status Add(const std::shared_ptr<arrow::RecordBatch>& batch);
-  // Commits the rows still waiting, if any: call it once at the end of the
+  // Commits the rows still waiting, if any, and waits for the inline
+  // maintenance the commits left running in the background (counted in the
+  // totals; a failure of it is a warning): call it once at the end of the
   // input.
-  arrow::Status Flush() { return Commit(/*end_of_input=*/true); }
+  arrow::Status Flush();
 
   // The table as of the last commit.
   const Table& table() const { return table_; }
@@ -95,6 +97,9 @@ std::string DedupKeyOf(const Table& table);
 // warns on stderr when the inline maintenance after it failed (the rows stay
 // committed).
 void AddAppend(const AppendResult& result, int64_t given, BatchCommitter::Totals* totals);
+
+// Prints the warning of inline maintenance that failed after an append.
+void WarnMaintenance(std::string_view error);
 
 // "<verb> 864,000 rows<source> in 1 commit: 1 data file, 5.2 MiB, 2.88 s, 300k
 // rows/s", where `source` is e.g. " from 3 files" or empty; when fewer rows

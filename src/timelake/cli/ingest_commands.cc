@@ -563,6 +563,9 @@ class AppendCommand : public Command {
       AppendOptions options;
       options.batch_id = batch_id_;
       if (no_maintain_) options.auto_maintain = false;
+      // One commit: nothing follows that maintenance could overlap, and its
+      // outcome belongs in this command's report.
+      options.maintain_in_background = false;
       auto appended = table.Append(&reader, options);
       if (!appended.ok()) return unchanged(appended.status(), reader.input_failed());
       totals.input_rows = appended->second.input_rows;

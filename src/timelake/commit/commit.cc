@@ -142,54 +142,94 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Publish(
   return state;
 }
 
+namespace {
+
+// Builds and puts the head of `state`'s version (WriteHeadAsync).
+void WriteHead(const std::shared_ptr<const internal::TableState>& state,
+               int64_t inline_limit) {
+  format::Head head;
+  head.version = state->version;
+  head.metadata_json = state->metadata.Serialize();
+  auto files = internal::ListLiveFiles(*state);
+  if (!files.ok()) return;
+  head.files = std::move(*files);
+  int64_t budget = inline_limit;
+  if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
+    if (auto uri = internal::LviUri(*snapshot)) {
+      auto index = internal::ReadLvi(*state, *uri);
+      if (!index.ok()) return;  // without its index the head would mislead
+      // Inlined while it fits in head-inline-bytes; a bigger index stays in
+      // its own file (the head then plans scans, `latest` reads the file).
+      // The index file's size (compressed Parquet) is what must fit.
+      auto key = internal::KeyOf(*state, *uri);
+      auto bytes = key.ok()
+                       ? internal::GetImmutable(*state->lake, *key)
+                       : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
+      if (bytes.ok() && (*bytes)->size() <= inline_limit) {
+        head.last_values = *index;
+        budget -= (*bytes)->size();
+      }
+    }
+  }
+  // Then the footers of the newest files (the ones queries of recent data
+  // read), as far as this lake holds them and they fit.
+  std::vector<const format::LiveFile*> newest;
+  for (const auto& f : head.files) newest.push_back(&f);
+  std::stable_sort(newest.begin(), newest.end(), [](const auto* a, const auto* b) {
+    return a->sequence_number.value_or(0) > b->sequence_number.value_or(0);
+  });
+  for (const auto* f : newest) {
+    auto blob = state->lake->footers.Get(f->key);
+    if (blob == nullptr || blob->size() > budget) continue;
+    budget -= blob->size();
+    head.footers.emplace_back(f->data_file.file_path, std::move(blob));
+  }
+  auto bytes = format::EncodeHead(head);
+  if (!bytes.ok()) return;
+  (void)state->lake->store->Put(
+      versions::MetadataPrefix(state->table_key) + "/" + format::kHeadName, *bytes);
+}
+
+}  // namespace
+
 void WriteHeadAsync(std::shared_ptr<const internal::TableState> state) {
   const settings::Resolver resolve(nullptr, nullptr, &state->metadata.properties);
   // "json" is a codec 0.7 knows; this writer has only "arrow" and writes
   // nothing for the others ("none" means no head).
   if (resolve.Get("head-format").value_or("arrow") != "arrow") return;
-  const int64_t inline_limit = resolve.GetInt("head-inline-bytes").ValueOr(0);
-  versions::RunInBackground([state = std::move(state), inline_limit] {
-    format::Head head;
-    head.version = state->version;
-    head.metadata_json = state->metadata.Serialize();
-    auto files = internal::ListLiveFiles(*state);
-    if (!files.ok()) return;
-    head.files = std::move(*files);
-    int64_t budget = inline_limit;
-    if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
-      if (auto uri = internal::LviUri(*snapshot)) {
-        auto index = internal::ReadLvi(*state, *uri);
-        if (!index.ok()) return;  // without its index the head would mislead
-        // Inlined while it fits in head-inline-bytes; a bigger index stays in
-        // its own file (the head then plans scans, `latest` reads the file).
-        // The index file's size (compressed Parquet) is what must fit.
-        auto key = internal::KeyOf(*state, *uri);
-        auto bytes = key.ok()
-                         ? internal::GetImmutable(*state->lake, *key)
-                         : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
-        if (bytes.ok() && (*bytes)->size() <= inline_limit) {
-          head.last_values = *index;
-          budget -= (*bytes)->size();
-        }
+  // One writer per table and lake at a time; a version committed while it
+  // works waits as the one pending head, replacing an older pending one, so
+  // that a burst of commits writes the first head and the newest, not every
+  // head in between (each superseded as soon as it landed).
+  internal::LakeState& lake = *state->lake;
+  {
+    std::lock_guard<std::mutex> lock(lake.heads_mu);
+    auto& slot = lake.heads[state->name.ToString()];
+    if (slot.writing) {
+      if (slot.pending == nullptr || slot.pending->version < state->version) {
+        slot.pending = std::move(state);
       }
+      return;
     }
-    // Then the footers of the newest files (the ones queries of recent data
-    // read), as far as this lake holds them and they fit.
-    std::vector<const format::LiveFile*> newest;
-    for (const auto& f : head.files) newest.push_back(&f);
-    std::stable_sort(newest.begin(), newest.end(), [](const auto* a, const auto* b) {
-      return a->sequence_number.value_or(0) > b->sequence_number.value_or(0);
-    });
-    for (const auto* f : newest) {
-      auto blob = state->lake->footers.Get(f->key);
-      if (blob == nullptr || blob->size() > budget) continue;
-      budget -= blob->size();
-      head.footers.emplace_back(f->data_file.file_path, std::move(blob));
+    slot.writing = true;
+  }
+  versions::RunInBackground([state = std::move(state)]() mutable {
+    // Held to the end: the lock below outlives the last state.
+    const std::shared_ptr<internal::LakeState> keep = state->lake;
+    internal::LakeState& heads = *keep;
+    const std::string name = state->name.ToString();
+    int64_t written = 0;
+    while (state != nullptr) {
+      if (state->version > written) {
+        const settings::Resolver of(nullptr, nullptr, &state->metadata.properties);
+        WriteHead(state, of.GetInt("head-inline-bytes").ValueOr(0));
+        written = state->version;
+      }
+      std::lock_guard<std::mutex> lock(heads.heads_mu);
+      auto& slot = heads.heads[name];
+      state = std::move(slot.pending);
+      if (state == nullptr) slot.writing = false;
     }
-    auto bytes = format::EncodeHead(head);
-    if (!bytes.ok()) return;
-    (void)state->lake->store->Put(
-        versions::MetadataPrefix(state->table_key) + "/" + format::kHeadName, *bytes);
   });
 }
 

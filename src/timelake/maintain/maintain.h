@@ -45,11 +45,17 @@ arrow::Result<MaintainRules> RulesOf(const TableState& table);
 // The size tier of a file: n for sizes in [64 KiB x 4^n, 64 KiB x 4^(n+1)),
 // n < 0 below 64 KiB (-9 for an empty file).
 int Tier(int64_t bytes);
-// Files of one tier merged at once: four files of a tier make about one of
-// the next, so a row is rewritten about once per tier it climbs (log4 of
-// final / appended size) and a partition holds at most 3 small files per
-// tier between appends.
-inline constexpr size_t kTierFanIn = 4;
+// Files of one tier merged at once. Eight files of one tier (sizes within 4x
+// of each other) make a file at least twice the tier's lower bound, so every
+// rewrite lifts a row at least one tier: a row is rewritten at most once per
+// tier between its append's and 3/4 of the target size (4 times for appends
+// of 1 MiB under the 128 MiB target), and about log8(partition size / append
+// size) times in all (bytes rewritten per byte appended: 0.9 after 44
+// appends of one size, 1.9 after 346). A partition holds at most 7 small
+// files per tier between appends. Fan-in 4 would hold 3 per tier but
+// rewrite each row about log4 times: twice the work for appends of one
+// size.
+inline constexpr size_t kTierFanIn = 8;
 
 // The partition value of a live file (nullopt: unpartitioned).
 std::optional<int32_t> PartitionValueOf(const format::LiveFile& file);
@@ -161,6 +167,33 @@ arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(
     std::shared_ptr<const TableState> table,
     const std::set<std::optional<int32_t>>& partitions, int max_commit_attempts,
     MaintainReport* report);
+
+// --- Inline maintenance in the background (background.cc) ---
+
+// What background runs of a table did, taken by WaitForMaintenance.
+struct MaintenanceOutcome {
+  // The version the last run's last commit made (with the caller's lake);
+  // null when it failed or committed nothing.
+  std::shared_ptr<const TableState> table;
+  MaintainReport report;  // summed over the runs taken
+  arrow::Status error;    // the last failure, OK when none
+};
+
+// Adds the counts of `r` to `to` (durations too; the version is the newer).
+void AddReport(MaintainReport* to, const MaintainReport& r);
+
+// Runs MaintainAfterAppend over `table` on a background thread that Flush()
+// waits for. A run of the same table still pending in the lake is waited
+// for first, by the new run itself, and its outcome added to the new one's:
+// a table has one run at a time, and no outcome is lost.
+void StartMaintenance(std::shared_ptr<const TableState> table,
+                      std::set<std::optional<int32_t>> partitions,
+                      int max_commit_attempts);
+
+// Waits for the background run of `name` in `lake`, if any, and takes its
+// outcome (nullopt when none was pending).
+std::optional<MaintenanceOutcome> WaitForMaintenance(
+    const std::shared_ptr<LakeState>& lake, const TableName& name);
 
 }  // namespace timelake::internal
 

@@ -147,8 +147,8 @@ std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
       }
     }
     // The partition qualifies at min_files small files; then a tier is
-    // merged once it holds kTierFanIn files, which makes about one file of
-    // the next tier.
+    // merged once it holds kTierFanIn files, which makes one file of a
+    // higher tier.
     if (small_files < rules.min_files) continue;
     for (const auto& [tier, group] : tiers) {
       if (group.size() < kTierFanIn) continue;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -36,6 +37,16 @@ struct CatalogContext {
   std::shared_ptr<internal::LakeState> lake;
   std::shared_ptr<ScanLog> log;
   std::shared_ptr<const PinnedScan> pinned;
+  // The versions this session's callbacks loaded, by table: the lake's
+  // table cache entry they came from (kept without its lake) and the state
+  // made from it. Every query asks for its tables twice (schema, then
+  // scan); while the cache entry is the same, the state is reused instead
+  // of copied again.
+  struct Loaded {
+    std::shared_ptr<const internal::TableState> cached, state;
+  };
+  std::mutex mu;
+  std::map<std::string, Loaded> loaded;
 };
 
 bool TraceScans() {
@@ -72,6 +83,16 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
       auto name, TableName::Parse(std::string(schema) + "." + std::string(table)));
   if (ctx->pinned != nullptr && ctx->pinned->table->name == name) {
     return ctx->pinned->table;
+  }
+  if (auto cached = ctx->lake->tables.Fresh(name, ctx->lake->clock->Now())) {
+    std::lock_guard<std::mutex> lock(ctx->mu);
+    auto& slot = ctx->loaded[name.ToString()];
+    if (slot.cached != cached) {
+      auto state = std::make_shared<internal::TableState>(*cached);
+      state->lake = ctx->lake;
+      slot = {std::move(cached), std::move(state)};
+    }
+    return slot.state;
   }
   return internal::LoadTableStateForRead(ctx->lake, name);
 }
@@ -183,6 +204,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanBatch(
   arrow::Int64Builder seq;
   arrow::BooleanBuilder sorted;
   arrow::Int32Builder groups;
+  arrow::Int64Builder rows;
   for (size_t i = 0; i < files.size(); ++i) {
     const format::LiveFile& f = *files[i];
     TIMELAKE_RETURN_NOT_OK(path.Append(f.key));
@@ -191,14 +213,19 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanBatch(
     TIMELAKE_RETURN_NOT_OK(
         sorted.Append(sort_order != 0 && f.data_file.sort_order_id == sort_order));
     TIMELAKE_RETURN_NOT_OK(group[i] < 0 ? groups.AppendNull() : groups.Append(group[i]));
+    TIMELAKE_RETURN_NOT_OK(f.data_file.record_count > 0
+                               ? rows.Append(f.data_file.record_count)
+                               : rows.AppendNull());
   }
-  std::vector<std::shared_ptr<arrow::Array>> columns(5);
+  std::vector<std::shared_ptr<arrow::Array>> columns(6);
   TIMELAKE_RETURN_NOT_OK(path.Finish(&columns[0]));
   TIMELAKE_RETURN_NOT_OK(size.Finish(&columns[1]));
   TIMELAKE_RETURN_NOT_OK(seq.Finish(&columns[2]));
   TIMELAKE_RETURN_NOT_OK(sorted.Finish(&columns[3]));
   TIMELAKE_RETURN_NOT_OK(groups.Finish(&columns[4]));
+  TIMELAKE_RETURN_NOT_OK(rows.Finish(&columns[5]));
   auto metadata = std::make_shared<arrow::KeyValueMetadata>();
+  metadata->Append("page.rows", std::to_string(table.contract.data_page_rows));
   if (spec != nullptr) {
     for (size_t i = 0; i < spec->keys.size(); ++i) {
       metadata->Append("dedup.key." + std::to_string(i), spec->keys[i]);
@@ -212,7 +239,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanBatch(
                                arrow::field("size", arrow::int64(), false),
                                arrow::field("seq", arrow::int64(), false),
                                arrow::field("sorted", arrow::boolean(), false),
-                               arrow::field("group", arrow::int32(), true)},
+                               arrow::field("group", arrow::int32(), true),
+                               arrow::field("rows", arrow::int64(), true)},
                               std::move(metadata));
   return arrow::RecordBatch::Make(std::move(schema), static_cast<int64_t>(files.size()),
                                   std::move(columns));

@@ -192,6 +192,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> RunInternal(
                      read::MakeCatalogCallbacks(lake, std::move(log), std::move(pinned)),
                      1, &state->session, &err);
   TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, context));
+  // Maintenance and deletes read files they then replace: caching their
+  // blocks would only push out the blocks queries read.
+  tl_session_bypass_cache(state->session);
   struct ArrowArrayStream stream;
   const int rc = tl_session_sql(state->session, sql.c_str(), &stream, &err);
   if (rc != TL_OK) return storage::FromPlatform(rc, err, context);

@@ -6,6 +6,7 @@
 #define TIMELAKE_STATE_STATE_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -74,6 +75,19 @@ class TableCache {
 // Decoded last-value indexes a lake keeps (by key; all dropped when full).
 inline constexpr size_t kDecodedIndexes = 16;
 
+// One run of inline maintenance in the background (maintain/background.cc):
+// what it did, once `done`.
+struct BackgroundRun {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  // The version its last commit made, kept without its `lake` (no
+  // reference cycle through LakeState::maintenance); null when it failed.
+  std::shared_ptr<const TableState> table;
+  MaintainReport report;
+  arrow::Status error;  // OK when it succeeded
+};
+
 struct LakeState {
   std::shared_ptr<storage::Store> store;
   std::shared_ptr<Clock> clock;
@@ -87,6 +101,18 @@ struct LakeState {
   // them to the engine as Arrow C data (read/catalog.cc), which keeps no copy.
   std::mutex indexes_mu;
   std::unordered_map<std::string, std::shared_ptr<arrow::RecordBatch>> indexes;
+  // The head writer of each table ("ns.table", commit::WriteHeadAsync): one
+  // at a time, and the newest version committed meanwhile waits as pending.
+  struct HeadSlot {
+    bool writing = false;
+    std::shared_ptr<const TableState> pending;
+  };
+  std::mutex heads_mu;
+  std::unordered_map<std::string, HeadSlot> heads;
+  // Inline maintenance runs in the background, by table ("ns.table"): the
+  // newest of each, until a later append (or Maintain, Delete, …) takes it.
+  std::mutex maintenance_mu;
+  std::unordered_map<std::string, std::shared_ptr<BackgroundRun>> maintenance;
 };
 
 // Test access to a lake's state (e.g. to give it a FakeClock).

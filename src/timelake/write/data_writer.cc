@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <string_view>
+#include <tuple>
 #include <future>
 #include <thread>
 
@@ -12,10 +15,13 @@
 #include <arrow/compute/api.h>
 #include <arrow/scalar.h>
 #include <arrow/table.h>
+#include <arrow/util/parallel.h>
+#include <arrow/util/thread_pool.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/file_writer.h>
 #include <parquet/metadata.h>
 #include <parquet/properties.h>
+#include <parquet/statistics.h>
 
 #include "timelake/format/bounds.h"
 #include "timelake/format/schema.h"
@@ -29,8 +35,6 @@ namespace cp = arrow::compute;
 
 namespace {
 
-constexpr char kPartitionKey[] = "__timelake_partition";
-constexpr char kRowKey[] = "__timelake_row";
 
 int64_t FloorDiv(int64_t a, int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
@@ -59,15 +63,180 @@ int LeafCount(const arrow::DataType& type) {
   return n;
 }
 
+// Parquet's sorting columns of the layout (series key, then time), by leaf
+// column: leaf and field positions differ once a nested column comes first.
+std::vector<parquet::SortingColumn> SortingOf(const Layout& layout,
+                                              const arrow::Schema& schema) {
+  auto leaf_index = [&](const std::string& name) {
+    const int field = schema.GetFieldIndex(name);
+    int leaf = 0;
+    for (int i = 0; i < field; ++i) leaf += LeafCount(*schema.field(i)->type());
+    return leaf;
+  };
+  std::vector<parquet::SortingColumn> sorting;
+  for (const auto& k : layout.series_key) sorting.push_back({leaf_index(k), false, true});
+  if (layout.time_column) sorting.push_back({leaf_index(*layout.time_column), false, true});
+  return sorting;
+}
+
+std::shared_ptr<parquet::WriterProperties> WriterPropertiesOf(
+    const Layout& layout, const arrow::Schema& schema) {
+  parquet::WriterProperties::Builder builder;
+  builder.compression(layout.compression);
+  if (layout.compression == parquet::Compression::ZSTD ||
+      layout.compression == parquet::Compression::GZIP) {
+    builder.compression_level(layout.compression_level);
+  }
+  builder.enable_statistics()
+      ->enable_write_page_index()
+      ->max_row_group_length(layout.row_group_rows)
+      ->max_rows_per_page(layout.data_page_rows)
+      ->created_by("timelake-cpp 0.1.0")
+      ->set_sorting_columns(SortingOf(layout, schema));
+  // Times rise within each series: delta encoding makes them a tenth of a
+  // dictionary's size and decodes faster (Timelake 0.7 writes them so).
+  if (layout.time_column) {
+    builder.disable_dictionary(*layout.time_column)
+        ->encoding(*layout.time_column, parquet::Encoding::DELTA_BINARY_PACKED);
+  }
+  return builder.build();
+}
+
+// The pool that encodes the columns of a row group in parallel: its own, so
+// that a caller running on Arrow's CPU pool (or writing several files from
+// its threads) cannot deadlock waiting for column tasks queued behind it.
+// Never destroyed (an eternal pool, held by a pointer never freed):
+// background writers may still use it at exit.
+arrow::internal::Executor* EncodePool() {
+  static const auto* pool = [] {
+    const int n = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+    auto made = arrow::internal::ThreadPool::MakeEternal(n);
+    return new std::shared_ptr<arrow::internal::ThreadPool>(made.ValueOr(nullptr));
+  }();
+  return pool->get();
+}
+
+// Written in buffered row groups (FileWriter::WriteRecordBatch), whose
+// columns are encoded and compressed on EncodePool's threads at once: an
+// append of one partition, and every compaction, uses every core.
+std::shared_ptr<parquet::ArrowWriterProperties> ArrowPropertiesOf() {
+  parquet::ArrowWriterProperties::Builder builder;
+  builder.store_schema();
+  if (auto* pool = EncodePool()) builder.set_use_threads(true)->set_executor(pool);
+  return builder.build();
+}
+
 struct Statistics {
   std::map<int32_t, int64_t> value_counts, null_value_counts;
   std::map<int32_t, std::string> lower_bounds, upper_bounds;
 };
 
-arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table) {
+// Whether the Parquet writer's statistics give a column's bounds: a flat
+// column whose type's plain Parquet encoding (that of the statistics' min
+// and max) is Iceberg's single-value serialization of its values.
+bool BoundsFromWriter(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::BOOL:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+    case arrow::Type::DATE32:
+    case arrow::Type::STRING:
+    case arrow::Type::BINARY:
+      return true;
+    case arrow::Type::TIMESTAMP:
+      return static_cast<const arrow::TimestampType&>(type).unit() ==
+             arrow::TimeUnit::MICRO;
+    case arrow::Type::TIME64:
+      return static_cast<const arrow::Time64Type&>(type).unit() == arrow::TimeUnit::MICRO;
+    default:
+      return false;
+  }
+}
+
+// a < b for two plain-encoded values of `type` (BoundsFromWriter).
+bool PlainLess(const arrow::DataType& type, const std::string& a, const std::string& b) {
+  auto as = [](const std::string& bytes, auto zero) {
+    decltype(zero) v = zero;
+    if (bytes.size() == sizeof(v)) std::memcpy(&v, bytes.data(), sizeof(v));
+    return v;
+  };
+  switch (type.id()) {
+    case arrow::Type::INT32:
+    case arrow::Type::DATE32:
+      return as(a, int32_t{0}) < as(b, int32_t{0});
+    case arrow::Type::INT64:
+    case arrow::Type::TIMESTAMP:
+    case arrow::Type::TIME64:
+      return as(a, int64_t{0}) < as(b, int64_t{0});
+    case arrow::Type::FLOAT:
+      return as(a, 0.0f) < as(b, 0.0f);
+    case arrow::Type::DOUBLE:
+      return as(a, 0.0) < as(b, 0.0);
+    default:  // bool (one byte), strings and binary: unsigned bytes
+      return std::string_view(a) < std::string_view(b);
+  }
+}
+
+// The bounds of the columns BoundsFromWriter accepts, from the statistics
+// the Parquet writer kept of every row group (its page statistics, which it
+// computes anyway): the least min and the greatest max. A column without
+// exact statistics in some row group (all nulls, or values too long to
+// keep) gets no bounds, which only means no pruning on it. `schema` is
+// flat: its fields are the file's leaf columns.
+void WriterBounds(const parquet::FileMetaData& md, const arrow::Schema& schema,
+                  std::map<int32_t, std::string>* lower,
+                  std::map<int32_t, std::string>* upper) {
+  if (md.num_columns() != schema.num_fields()) return;
+  for (int c = 0; c < schema.num_fields(); ++c) {
+    const auto& type = *schema.field(c)->type();
+    const auto id = format::FieldId(*schema.field(c));
+    if (!id || !BoundsFromWriter(type) || md.num_row_groups() == 0) continue;
+    std::optional<std::string> lo, hi;
+    bool exact = true;
+    for (int rg = 0; rg < md.num_row_groups() && exact; ++rg) {
+      auto stats = md.RowGroup(rg)->ColumnChunk(c)->encoded_statistics();
+      if (stats == nullptr || !stats->has_min || !stats->has_max ||
+          !stats->is_min_value_exact.value_or(true) ||
+          !stats->is_max_value_exact.value_or(true)) {
+        exact = false;
+        break;
+      }
+      if (!lo || PlainLess(type, stats->min(), *lo)) lo = stats->min();
+      if (!hi || PlainLess(type, *hi, stats->max())) hi = stats->max();
+    }
+    if (!exact || !lo || !hi) continue;
+    (*lower)[*id] = std::move(*lo);
+    (*upper)[*id] = std::move(*hi);
+  }
+}
+
+// The min and max of a column, or nullopt (no values, or a type without
+// them), in Iceberg's serialization.
+std::optional<std::pair<std::string, std::string>> MinMaxBounds(const arrow::Datum& column) {
+  auto minmax = cp::MinMax(column);
+  if (!minmax.ok()) return std::nullopt;  // bounds are optional
+  const auto& s = minmax->scalar_as<arrow::StructScalar>();
+  if (!s.value[0]->is_valid || !s.value[1]->is_valid) return std::nullopt;
+  auto lo = format::EncodeScalar(*s.value[0]);
+  auto hi = format::EncodeScalar(*s.value[1]);
+  if (!lo.ok() || !hi.ok()) return std::nullopt;
+  return std::make_pair(std::move(*lo), std::move(*hi));
+}
+
+// Counts of every column, and the bounds of those the writer's statistics
+// do not give (WriterBounds gives the others once the file is written).
+// `schema` is the file's: `table` holds its columns, some of them
+// dictionary-encoded (EncodeStrings).
+arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table,
+                                           const arrow::Schema& schema) {
   Statistics out;
+  const bool flat =
+      std::all_of(schema.fields().begin(), schema.fields().end(),
+                  [](const auto& f) { return f->type()->num_fields() == 0; });
   for (int i = 0; i < table.num_columns(); ++i) {
-    const auto& field = table.schema()->field(i);
+    const auto& field = schema.field(i);
     auto id = format::FieldId(*field);
     if (!id) continue;
     const auto& column = table.column(i);
@@ -75,18 +244,203 @@ arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table) {
     out.null_value_counts[*id] = column->null_count();
     if (field->type()->num_fields() > 0 || column->null_count() == column->length())
       continue;
-    auto minmax = cp::MinMax(column);
-    if (!minmax.ok()) continue;  // bounds are optional; types without min/max get none
-    const auto& s = minmax->scalar_as<arrow::StructScalar>();
-    if (!s.value[0]->is_valid || !s.value[1]->is_valid) continue;
-    auto lo = format::EncodeScalar(*s.value[0]);
-    auto hi = format::EncodeScalar(*s.value[1]);
-    if (lo.ok() && hi.ok()) {
-      out.lower_bounds[*id] = std::move(*lo);
-      out.upper_bounds[*id] = std::move(*hi);
+    if (flat && BoundsFromWriter(*field->type())) continue;
+    if (auto bounds = MinMaxBounds(column)) {
+      out.lower_bounds[*id] = std::move(bounds->first);
+      out.upper_bounds[*id] = std::move(bounds->second);
     }
   }
   return out;
+}
+
+// One row's place in the write order.
+struct RowKey {
+  // The partition (offset to be unsigned) in the high 32 bits, the rank of
+  // the row's series among the batch's series in the low 32.
+  uint64_t group;
+  int64_t time;
+  int64_t ingest;  // 0 without an insertion-time column
+  int64_t row;     // input position
+  friend bool operator<(const RowKey& a, const RowKey& b) {
+    return std::tie(a.group, a.time, a.ingest, a.row) <
+           std::tie(b.group, b.time, b.ingest, b.row);
+  }
+};
+
+// The dense rank of each row's value of `column` in ascending order: 0 for
+// null, 1 for the smallest value, …; `*distinct` is the highest rank. The
+// distinct values are found by hashing and only they are sorted, so a batch
+// of many rows of few series costs O(rows), not O(rows log rows) string
+// comparisons. Types without a hash kernel rank by a sort of the column.
+arrow::Result<std::vector<uint32_t>> DenseRanks(const std::shared_ptr<arrow::Array>& column,
+                                               uint32_t* distinct) {
+  const int64_t n = column->length();
+  std::vector<uint32_t> ranks(static_cast<size_t>(n), 0);
+  auto encoded = column->type_id() == arrow::Type::DICTIONARY
+                     ? arrow::Result<arrow::Datum>(arrow::Datum(column))
+                     : cp::DictionaryEncode(column);
+  // DictionaryEncode makes int32 indices (so EncodeStrings' columns have).
+  if (encoded.ok() && static_cast<const arrow::DictionaryType&>(*encoded->type())
+                              .index_type()
+                              ->id() == arrow::Type::INT32) {
+    const auto array = encoded->make_array();
+    const auto& dict = static_cast<const arrow::DictionaryArray&>(*array);
+    TIMELAKE_ASSIGN_OR_RAISE(
+        auto order, cp::SortIndices(*dict.dictionary(),
+                                    cp::ArraySortOptions(cp::SortOrder::Ascending,
+                                                         cp::NullPlacement::AtStart)));
+    const auto& positions = static_cast<const arrow::UInt64Array&>(*order);
+    std::vector<uint32_t> rank_of(static_cast<size_t>(positions.length()));
+    for (int64_t i = 0; i < positions.length(); ++i) {
+      rank_of[positions.Value(i)] = static_cast<uint32_t>(i + 1);
+    }
+    const auto& indices = static_cast<const arrow::Int32Array&>(*dict.indices());
+    for (int64_t i = 0; i < n; ++i) {
+      if (indices.IsValid(i)) ranks[i] = rank_of[indices.Value(i)];
+    }
+    *distinct = static_cast<uint32_t>(positions.length());
+    return ranks;
+  }
+  cp::RankOptions options(cp::SortOrder::Ascending, cp::NullPlacement::AtStart,
+                          cp::RankOptions::Dense);
+  TIMELAKE_ASSIGN_OR_RAISE(auto ranked, cp::CallFunction("rank", {column}, &options));
+  const auto ranked_array = ranked.make_array();
+  const auto& values = static_cast<const arrow::UInt64Array&>(*ranked_array);
+  uint32_t top = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    // Dense ranks count nulls as one value of their own (first).
+    ranks[i] = column->IsNull(i) ? 0 : static_cast<uint32_t>(values.Value(i));
+    top = std::max(top, ranks[i]);
+  }
+  *distinct = top;
+  return ranks;
+}
+
+// The sort keys of every row of `table` (one chunk per column) for the
+// write order (partition, series…, time, insertion, input position).
+arrow::Result<std::vector<RowKey>> SortKeys(const arrow::Table& table,
+                                            const Layout& layout,
+                                            const arrow::Int32Array* partitions) {
+  const int64_t n = table.num_rows();
+  std::vector<RowKey> keys(static_cast<size_t>(n));
+  // The series as one rank: the key columns' ranks, combined in order.
+  std::vector<uint32_t> series(static_cast<size_t>(n), 0);
+  for (const auto& k : layout.series_key) {
+    uint32_t distinct = 0;
+    TIMELAKE_ASSIGN_OR_RAISE(auto ranks,
+                             DenseRanks(table.GetColumnByName(k)->chunk(0), &distinct));
+    const uint64_t base = uint64_t{distinct} + 1;
+    uint64_t top = 0;
+    for (int64_t i = 0; i < n; ++i) top = std::max<uint64_t>(top, series[i]);
+    if ((top + 1) * base <= UINT32_MAX) {
+      for (int64_t i = 0; i < n; ++i) {
+        series[i] = static_cast<uint32_t>(series[i] * base + ranks[i]);
+      }
+      continue;
+    }
+    // Too many combinations for 32 bits: rank the pairs themselves.
+    std::vector<std::pair<uint32_t, uint32_t>> pairs(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) pairs[i] = {series[i], ranks[i]};
+    std::vector<std::pair<uint32_t, uint32_t>> distinct_pairs = pairs;
+    std::sort(distinct_pairs.begin(), distinct_pairs.end());
+    distinct_pairs.erase(std::unique(distinct_pairs.begin(), distinct_pairs.end()),
+                         distinct_pairs.end());
+    for (int64_t i = 0; i < n; ++i) {
+      series[i] = static_cast<uint32_t>(
+          std::lower_bound(distinct_pairs.begin(), distinct_pairs.end(), pairs[i]) -
+          distinct_pairs.begin());
+    }
+  }
+  const auto& times = static_cast<const arrow::TimestampArray&>(
+      *table.GetColumnByName(*layout.time_column)->chunk(0));
+  std::shared_ptr<arrow::TimestampArray> ingest;
+  if (!layout.ingest_column.empty()) {
+    ingest = std::static_pointer_cast<arrow::TimestampArray>(
+        table.GetColumnByName(layout.ingest_column)->chunk(0));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t partition =
+        partitions ? static_cast<uint32_t>(partitions->Value(i)) ^ 0x80000000u : 0;
+    keys[i].group = partition << 32 | series[i];
+    keys[i].time = times.Value(i);
+    // Stamped before: no null insertion times are left.
+    keys[i].ingest = ingest ? ingest->Value(i) : 0;
+    keys[i].row = i;
+  }
+  return keys;
+}
+
+// Dictionary-encodes the string and binary columns of `table` (one chunk
+// per column) that repeat values, as time series' tags do: sorting then
+// moves 4-byte indices instead of strings, and the Parquet writer takes the
+// dictionary as it is. A column with more distinct values than half its
+// rows stays as it is (hashing it would gain nothing). Fields keep their
+// metadata (field ids).
+// The columns are encoded in parallel, on EncodePool.
+arrow::Result<std::shared_ptr<arrow::Table>> EncodeStrings(
+    std::shared_ptr<arrow::Table> table) {
+  const int64_t n = table->num_rows();
+  if (n < 2) return table;
+  std::vector<int> strings;
+  for (int i = 0; i < table->num_columns(); ++i) {
+    const auto id = table->schema()->field(i)->type()->id();
+    if (id == arrow::Type::STRING || id == arrow::Type::BINARY) strings.push_back(i);
+  }
+  std::vector<std::shared_ptr<arrow::Array>> encoded(strings.size());
+  auto encode = [&](int k) {
+    auto done = cp::DictionaryEncode(table->column(strings[k])->chunk(0));
+    if (!done.ok()) return arrow::Status::OK();  // stays as it is
+    auto array = done->make_array();
+    if (static_cast<const arrow::DictionaryArray&>(*array).dictionary()->length() <= n / 2) {
+      encoded[k] = std::move(array);
+    }
+    return arrow::Status::OK();
+  };
+  TIMELAKE_RETURN_NOT_OK(arrow::internal::OptionalParallelFor(
+      EncodePool() != nullptr, static_cast<int>(strings.size()), encode, EncodePool()));
+  for (size_t k = 0; k < strings.size(); ++k) {
+    if (encoded[k] == nullptr) continue;
+    const auto& field = table->schema()->field(strings[k]);
+    TIMELAKE_ASSIGN_OR_RAISE(
+        table, table->SetColumn(strings[k], field->WithType(encoded[k]->type()),
+                                std::make_shared<arrow::ChunkedArray>(encoded[k])));
+  }
+  return table;
+}
+
+// The rows `indices` (valid positions, int64) of `table` (one chunk per
+// column), column by column in parallel on EncodePool.
+arrow::Result<std::shared_ptr<arrow::Table>> TakeRows(const arrow::Table& table,
+                                                      const arrow::Array& indices) {
+  std::vector<std::shared_ptr<arrow::ChunkedArray>> columns(
+      static_cast<size_t>(table.num_columns()));
+  auto take = [&](int i) -> arrow::Status {
+    ARROW_ASSIGN_OR_RAISE(auto taken, cp::Take(*table.column(i)->chunk(0), indices,
+                                               cp::TakeOptions::NoBoundsCheck()));
+    columns[i] = std::make_shared<arrow::ChunkedArray>(std::move(taken));
+    return arrow::Status::OK();
+  };
+  TIMELAKE_RETURN_NOT_OK(arrow::internal::OptionalParallelFor(
+      EncodePool() != nullptr, table.num_columns(), take, EncodePool()));
+  return arrow::Table::Make(table.schema(), std::move(columns), indices.length());
+}
+
+// `batch` (of the columns of `schema`, some maybe dictionary-encoded) with
+// every column of `schema`'s type.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> Densify(
+    const std::shared_ptr<arrow::RecordBatch>& batch,
+    const std::shared_ptr<arrow::Schema>& schema) {
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  for (int i = 0; i < batch->num_columns(); ++i) {
+    auto column = batch->column(i);
+    if (column->type_id() == arrow::Type::DICTIONARY) {
+      TIMELAKE_ASSIGN_OR_RAISE(auto dense,
+                               cp::Cast(*column, schema->field(i)->type()));
+      column = std::move(dense);
+    }
+    columns.push_back(std::move(column));
+  }
+  return arrow::RecordBatch::Make(schema, batch->num_rows(), std::move(columns));
 }
 
 // The stream of a data file: keeps what FooterOf() needs.
@@ -110,30 +464,21 @@ std::shared_ptr<arrow::Buffer> FooterOf(const storage::Store& store,
   return *blob;
 }
 
-arrow::Result<WrittenFile> WriteOneFile(
-    const storage::Store& store, const std::string& key, const arrow::Table& table,
-    const Layout& layout, const std::vector<parquet::SortingColumn>& sorting) {
-  parquet::WriterProperties::Builder builder;
-  builder.compression(layout.compression);
-  if (layout.compression == parquet::Compression::ZSTD ||
-      layout.compression == parquet::Compression::GZIP) {
-    builder.compression_level(layout.compression_level);
-  }
-  builder.enable_statistics()
-      ->enable_write_page_index()
-      ->max_row_group_length(layout.row_group_rows)
-      ->max_rows_per_page(layout.data_page_rows)
-      ->created_by("timelake-cpp 0.1.0")
-      ->set_sorting_columns(sorting);
-  auto props = builder.build();
-  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+// Writes `table`, whose columns are those of layout.schema (strings maybe
+// dictionary-encoded: EncodeStrings), as one file of that schema.
+arrow::Result<WrittenFile> WriteOneFile(const storage::Store& store,
+                                        const std::string& key, const arrow::Table& table,
+                                        const Layout& layout) {
+  const arrow::Schema& schema = *layout.schema;
+  auto props = WriterPropertiesOf(layout, schema);
+  auto arrow_props = ArrowPropertiesOf();
 
   // Statistics first: once the file is streamed to storage, nothing may fail
   // before it is reported as written (the caller deletes only what it knows).
   WrittenFile file;
   file.key = key;
   file.rows = table.num_rows();
-  TIMELAKE_ASSIGN_OR_RAISE(auto stats, ColumnStatistics(table));
+  TIMELAKE_ASSIGN_OR_RAISE(auto stats, ColumnStatistics(table, schema));
   file.value_counts = std::move(stats.value_counts);
   file.null_value_counts = std::move(stats.null_value_counts);
   file.lower_bounds = std::move(stats.lower_bounds);
@@ -148,25 +493,30 @@ arrow::Result<WrittenFile> WriteOneFile(
     (void)sink->Abort();
     return st;
   };
-  auto opened = parquet::arrow::FileWriter::Open(
-      *table.schema(), arrow::default_memory_pool(), sink, props, arrow_props);
+  // Opened with the file's schema, which the file stores; a dictionary
+  // column goes in as its dictionary and indices, written as Parquet's
+  // dictionary encoding of the values without hashing each value again.
+  auto opened = parquet::arrow::FileWriter::Open(schema, arrow::default_memory_pool(),
+                                                 sink, props, arrow_props);
   if (!opened.ok()) return fail(opened.status());
   auto writer = std::move(opened).ValueUnsafe();
-  if (auto st = writer->WriteTable(table, layout.row_group_rows); !st.ok()) {
-    return fail(st);
-  }
+  // One batch: the writer cuts it into row groups of max_row_group_length.
+  auto batch = table.CombineChunksToBatch();
+  if (!batch.ok()) return fail(batch.status());
+  if (auto st = writer->WriteRecordBatch(**batch); !st.ok()) return fail(st);
   if (auto st = writer->Close(); !st.ok()) return fail(st);
   // Column sizes per leaf; only flat schemas map leaves to field ids 1:1.
   auto metadata = writer->metadata();
-  if (metadata && metadata->num_columns() == table.num_columns()) {
+  if (metadata && metadata->num_columns() == schema.num_fields()) {
     for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
       auto group = metadata->RowGroup(rg);
       for (int c = 0; c < group->num_columns(); ++c) {
-        if (auto id = format::FieldId(*table.schema()->field(c))) {
+        if (auto id = format::FieldId(*schema.field(c))) {
           file.column_sizes[*id] += group->ColumnChunk(c)->total_compressed_size();
         }
       }
     }
+    WriterBounds(*metadata, schema, &file.lower_bounds, &file.upper_bounds);
   }
   const std::string tail = sink->Tail(layout.footer_bytes);
   if (auto st = sink->Close(); !st.ok()) return fail(st);
@@ -257,6 +607,10 @@ arrow::Result<WriteOutput> WriteDataFiles(
     }
   }
 
+  if (layout.time_column) {
+    TIMELAKE_ASSIGN_OR_RAISE(table, EncodeStrings(std::move(table)));
+  }
+
   // Partition value per row.
   std::shared_ptr<arrow::Int32Array> partitions;
   if (layout.time_column && layout.partitioned) {
@@ -272,97 +626,47 @@ arrow::Result<WriteOutput> WriteDataFiles(
     partitions = std::static_pointer_cast<arrow::Int32Array>(finished);
   }
 
-  // Sort by (partition, series…, time, insertion, input position). Arrow's
-  // sort is stable, and the input position key makes the order explicit.
+  // Sort by (partition, series…, time, insertion, input position), nulls
+  // first; with dedup keep the last row of each (series…, time); and take the
+  // last row of each series in each partition as its newest-row candidate.
+  // All three work on the rows' keys as integers (SortKeys), not on the
+  // columns.
   if (layout.time_column) {
-    std::vector<cp::SortKey> keys;
-    arrow::FieldVector extra_fields;
-    arrow::ChunkedArrayVector extra_columns;
-    if (partitions) {
-      extra_fields.push_back(arrow::field(kPartitionKey, arrow::int32()));
-      extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(partitions));
-    }
-    arrow::Int64Builder rows;
-    TIMELAKE_RETURN_NOT_OK(rows.Reserve(n));
-    for (int64_t i = 0; i < n; ++i) rows.UnsafeAppend(i);
-    TIMELAKE_ASSIGN_OR_RAISE(auto row_array, rows.Finish());
-    extra_fields.push_back(arrow::field(kRowKey, arrow::int64()));
-    extra_columns.push_back(std::make_shared<arrow::ChunkedArray>(row_array));
-    arrow::FieldVector fields = table->schema()->fields();
-    arrow::ChunkedArrayVector columns = table->columns();
-    fields.insert(fields.end(), extra_fields.begin(), extra_fields.end());
-    columns.insert(columns.end(), extra_columns.begin(), extra_columns.end());
-    auto keyed = arrow::Table::Make(arrow::schema(fields), columns, n);
-
-    auto key = [](const std::string& name) {
-      return cp::SortKey(name, cp::SortOrder::Ascending, cp::NullPlacement::AtStart);
-    };
-    if (partitions) keys.push_back(key(kPartitionKey));
-    for (const auto& k : layout.series_key) keys.push_back(key(k));
-    keys.push_back(key(*layout.time_column));
-    if (!layout.ingest_column.empty()) keys.push_back(key(layout.ingest_column));
-    keys.push_back(key(kRowKey));
-    cp::SortOptions options(keys);
-    TIMELAKE_ASSIGN_OR_RAISE(auto indices, cp::SortIndices(arrow::Datum(keyed), options));
-    TIMELAKE_ASSIGN_OR_RAISE(auto sorted,
-                             cp::Take(arrow::Datum(keyed), arrow::Datum(indices)));
-    keyed = sorted.table();
-    TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->CombineChunks());
-
-    // Dedup: within equal (series…, time) the last row in sort order wins,
-    // which is the latest insertion, then the later input row.
-    if (layout.dedup && n > 1) {
-      std::vector<std::shared_ptr<arrow::Array>> key_arrays;
-      for (const auto& k : layout.series_key) {
-        key_arrays.push_back(keyed->GetColumnByName(k)->chunk(0));
+    TIMELAKE_ASSIGN_OR_RAISE(auto keys, SortKeys(*table, layout, partitions.get()));
+    std::sort(keys.begin(), keys.end());
+    arrow::Int64Builder order, last;
+    TIMELAKE_RETURN_NOT_OK(order.Reserve(n));
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool last_of_key = i + 1 == n || keys[i].group != keys[i + 1].group ||
+                               keys[i].time != keys[i + 1].time;
+      // Within equal (series…, time) the last row in sort order wins: the
+      // latest insertion, then the later input row.
+      if (layout.dedup && !last_of_key) continue;
+      order.UnsafeAppend(keys[i].row);
+      if (i + 1 == n || keys[i].group != keys[i + 1].group) {
+        TIMELAKE_RETURN_NOT_OK(last.Append(kept));
       }
-      key_arrays.push_back(keyed->GetColumnByName(*layout.time_column)->chunk(0));
-      TIMELAKE_ASSIGN_OR_RAISE(auto same, internal::SameAsNext(key_arrays, n));
-      arrow::BooleanBuilder keep;
-      TIMELAKE_RETURN_NOT_OK(keep.Reserve(n));
-      for (int64_t i = 0; i + 1 < n; ++i) keep.UnsafeAppend(!same->Value(i));
-      keep.UnsafeAppend(true);
-      TIMELAKE_ASSIGN_OR_RAISE(auto mask, keep.Finish());
-      TIMELAKE_ASSIGN_OR_RAISE(auto filtered, cp::Filter(arrow::Datum(keyed), mask));
-      TIMELAKE_ASSIGN_OR_RAISE(keyed, filtered.table()->CombineChunks());
+      ++kept;
     }
+    TIMELAKE_ASSIGN_OR_RAISE(auto indices, order.Finish());
+    TIMELAKE_ASSIGN_OR_RAISE(table, TakeRows(*table, *indices));
     if (partitions) {
-      partitions = std::static_pointer_cast<arrow::Int32Array>(
-          keyed->GetColumnByName(kPartitionKey)->chunk(0));
+      TIMELAKE_ASSIGN_OR_RAISE(auto taken, cp::Take(*partitions, *indices));
+      partitions = std::static_pointer_cast<arrow::Int32Array>(taken);
     }
-    for (size_t i = 0; i < extra_fields.size(); ++i) {
-      TIMELAKE_ASSIGN_OR_RAISE(keyed, keyed->RemoveColumn(keyed->num_columns() - 1));
-    }
-    table = keyed;
+    // The newest row per series: the last row of each series within a
+    // partition is that partition's candidate; the newest candidate of each
+    // series wins (LatestPerSeries, by the tie rule).
+    TIMELAKE_ASSIGN_OR_RAISE(auto ends, last.Finish());
+    TIMELAKE_ASSIGN_OR_RAISE(auto candidates, TakeRows(*table, *ends));
+    TIMELAKE_ASSIGN_OR_RAISE(auto batch, candidates->CombineChunksToBatch());
+    TIMELAKE_ASSIGN_OR_RAISE(batch, Densify(batch, layout.schema));
+    TIMELAKE_ASSIGN_OR_RAISE(out.latest,
+                             LatestPerSeries({batch}, *layout.time_column,
+                                             layout.series_key, layout.ingest_column));
   }
   out.rows = table->num_rows();
-
-  // The newest row per series: rows are sorted by (partition, series…, time,
-  // insertion, input row), so the last row of each series within a partition
-  // is that partition's candidate; the newest candidate of each series wins.
-  if (layout.time_column && out.rows > 0) {
-    const int64_t rows = table->num_rows();
-    TIMELAKE_ASSIGN_OR_RAISE(auto sorted, table->CombineChunksToBatch());
-    std::vector<std::shared_ptr<arrow::Array>> series;
-    for (const auto& k : layout.series_key) series.push_back(sorted->GetColumnByName(k));
-    std::shared_ptr<arrow::BooleanArray> same;
-    if (!series.empty() && rows > 1) {
-      TIMELAKE_ASSIGN_OR_RAISE(same, internal::SameAsNext(series, rows));
-    }
-    arrow::Int64Builder last;
-    for (int64_t i = 0; i < rows; ++i) {
-      const bool end = i + 1 == rows ||
-                       (partitions && partitions->Value(i) != partitions->Value(i + 1)) ||
-                       (same != nullptr && !same->Value(i));
-      if (end) TIMELAKE_RETURN_NOT_OK(last.Append(i));
-    }
-    TIMELAKE_ASSIGN_OR_RAISE(auto indices, last.Finish());
-    TIMELAKE_ASSIGN_OR_RAISE(auto candidates,
-                             cp::Take(arrow::Datum(sorted), arrow::Datum(indices)));
-    TIMELAKE_ASSIGN_OR_RAISE(
-        out.latest, LatestPerSeries({candidates.record_batch()}, *layout.time_column,
-                                    layout.series_key, layout.ingest_column));
-  }
 
   // Runs of equal partition values become files.
   struct Slice {
@@ -382,19 +686,6 @@ arrow::Result<WriteOutput> WriteDataFiles(
     slices.push_back({0, table->num_rows(), std::nullopt});
   }
 
-  // Parquet's sorting columns count leaf columns, which differ from field
-  // positions once a nested column comes first.
-  std::vector<parquet::SortingColumn> sorting;
-  auto leaf_index = [&](const std::string& name) {
-    const int field = table->schema()->GetFieldIndex(name);
-    int leaf = 0;
-    for (int i = 0; i < field; ++i) leaf += LeafCount(*table->schema()->field(i)->type());
-    return leaf;
-  };
-  for (const auto& k : layout.series_key) sorting.push_back({leaf_index(k), false, true});
-  if (layout.time_column)
-    sorting.push_back({leaf_index(*layout.time_column), false, true});
-
   // Partitions are written in parallel, a few at a time.
   std::vector<arrow::Result<WrittenFile>> results(slices.size(),
                                                   arrow::Status::UnknownError("not run"));
@@ -409,8 +700,7 @@ arrow::Result<WriteOutput> WriteDataFiles(
         dir += "/" + layout.partition_field_name + "=" +
                PartitionLabel(*s.partition, layout.chunk);
       const std::string key = dir + "/" + internal::NewUuidV7(now) + ".parquet";
-      results[i] =
-          WriteOneFile(store, key, *table->Slice(s.offset, s.length), layout, sorting);
+      results[i] = WriteOneFile(store, key, *table->Slice(s.offset, s.length), layout);
       if (results[i].ok()) results[i]->partition = s.partition;
     }
   };
@@ -530,6 +820,8 @@ SortedFileWriter::SortedFileWriter(const storage::Store& store, std::string dir_
       dir_key_(std::move(dir_key)),
       layout_(std::move(layout)),
       partition_(partition),
+      flat_(std::all_of(layout_.schema->fields().begin(), layout_.schema->fields().end(),
+                        [](const auto& f) { return f->type()->num_fields() == 0; })),
       target_rows_(std::max<int64_t>(1, target_rows)),
       target_bytes_(std::max<int64_t>(1, target_bytes)),
       now_(now) {}
@@ -542,35 +834,12 @@ arrow::Status SortedFileWriter::StartFile() {
   auto open = std::make_unique<Open>();
   open->file.key = dir_key_ + "/" + internal::NewUuidV7(now_) + ".parquet";
   open->file.partition = partition_;
-  parquet::WriterProperties::Builder builder;
-  builder.compression(layout_.compression);
-  if (layout_.compression == parquet::Compression::ZSTD ||
-      layout_.compression == parquet::Compression::GZIP) {
-    builder.compression_level(layout_.compression_level);
-  }
   const auto& schema = *layout_.schema;
-  std::vector<parquet::SortingColumn> sorting;
-  auto leaf_index = [&](const std::string& name) {
-    const int field = schema.GetFieldIndex(name);
-    int leaf = 0;
-    for (int i = 0; i < field; ++i) leaf += LeafCount(*schema.field(i)->type());
-    return leaf;
-  };
-  for (const auto& k : layout_.series_key)
-    sorting.push_back({leaf_index(k), false, true});
-  if (layout_.time_column) {
-    sorting.push_back({leaf_index(*layout_.time_column), false, true});
-  }
-  builder.enable_statistics()
-      ->enable_write_page_index()
-      ->max_row_group_length(layout_.row_group_rows)
-      ->max_rows_per_page(layout_.data_page_rows)
-      ->created_by("timelake-cpp 0.1.0")
-      ->set_sorting_columns(sorting);
-  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
   TIMELAKE_ASSIGN_OR_RAISE(open->sink, OpenSink(store_, open->file.key, layout_));
-  auto writer = parquet::arrow::FileWriter::Open(
-      schema, arrow::default_memory_pool(), open->sink, builder.build(), arrow_props);
+  auto writer = parquet::arrow::FileWriter::Open(schema, arrow::default_memory_pool(),
+                                                 open->sink,
+                                                 WriterPropertiesOf(layout_, schema),
+                                                 ArrowPropertiesOf());
   if (!writer.ok()) {
     (void)open->sink->Abort();
     return writer.status();
@@ -600,8 +869,10 @@ arrow::Status SortedFileWriter::FinishFile() {
         }
       }
     }
+    WriterBounds(*metadata, schema, &open->file.lower_bounds, &open->file.upper_bounds);
   }
-  // The bounds: min of the batches' mins, max of their maxes.
+  // The other columns' bounds: min of the batches' mins, max of their
+  // maxes.
   for (int c = 0; c < schema.num_fields(); ++c) {
     auto id = format::FieldId(*schema.field(c));
     if (!id || open->mins[c].empty()) continue;
@@ -649,6 +920,8 @@ arrow::Status SortedFileWriter::Append(const arrow::RecordBatch& slice) {
     open_->file.null_value_counts[*id] += column->null_count();
     if (column->type()->num_fields() > 0 || column->null_count() == column->length())
       continue;
+    // The writer's statistics bound these (FinishFile).
+    if (flat_ && BoundsFromWriter(*column->type())) continue;
     auto minmax = cp::MinMax(column);
     if (!minmax.ok()) continue;  // types without min/max get no bounds
     const auto& s = minmax->scalar_as<arrow::StructScalar>();

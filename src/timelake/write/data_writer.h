@@ -162,6 +162,7 @@ class SortedFileWriter {
   std::string dir_key_;
   Layout layout_;
   std::optional<int32_t> partition_;
+  bool flat_;  // no nested column: the writer's statistics give bounds
   int64_t target_rows_, target_bytes_;
   internal::TimePoint now_;
   std::unique_ptr<Open> open_;

@@ -1,0 +1,111 @@
+// Copyright 2026 The Timelake Authors. Apache-2.0.
+//
+// Inline maintenance in the background (AppendOptions::maintain_in_background):
+// the run after append N overlaps append N+1's writing and commit, and
+// append N+1 reports it.
+
+#include <condition_variable>
+#include <mutex>
+
+#include "timelake/maintain/maintain.h"
+#include "timelake/versions/versions.h"
+
+namespace timelake::internal {
+
+void AddReport(MaintainReport* to, const MaintainReport& r) {
+  to->partitions_dropped += r.partitions_dropped;
+  to->files_dropped += r.files_dropped;
+  to->rows_dropped += r.rows_dropped;
+  to->partitions_compacted += r.partitions_compacted;
+  to->files_rewritten += r.files_rewritten;
+  to->files_written += r.files_written;
+  to->rows_rewritten += r.rows_rewritten;
+  to->duplicates_removed += r.duplicates_removed;
+  to->bytes_rewritten += r.bytes_rewritten;
+  to->bytes_written += r.bytes_written;
+  to->snapshots_expired += r.snapshots_expired;
+  to->files_deleted += r.files_deleted;
+  to->orphans_deleted += r.orphans_deleted;
+  to->commits += r.commits;
+  to->conflicts += r.conflicts;
+  to->version = std::max(to->version, r.version);
+  to->duration += r.duration;
+}
+
+namespace {
+
+// Waits for `run` and returns its outcome with `lake` as the table's.
+MaintenanceOutcome Await(BackgroundRun& run, const std::shared_ptr<LakeState>& lake) {
+  std::unique_lock<std::mutex> lock(run.mu);
+  run.cv.wait(lock, [&] { return run.done; });
+  MaintenanceOutcome out;
+  out.report = run.report;
+  out.error = run.error;
+  if (run.table != nullptr) {
+    auto table = std::make_shared<TableState>(*run.table);
+    table->lake = lake;
+    out.table = std::move(table);
+  }
+  return out;
+}
+
+}  // namespace
+
+void StartMaintenance(std::shared_ptr<const TableState> table,
+                      std::set<std::optional<int32_t>> partitions,
+                      int max_commit_attempts) {
+  auto run = std::make_shared<BackgroundRun>();
+  std::shared_ptr<BackgroundRun> previous;
+  LakeState& lake = *table->lake;
+  {
+    std::lock_guard<std::mutex> lock(lake.maintenance_mu);
+    auto& slot = lake.maintenance[table->name.ToString()];
+    previous = std::exchange(slot, run);
+  }
+  versions::RunInBackground([run, previous = std::move(previous), table = std::move(table),
+                             partitions = std::move(partitions), max_commit_attempts] {
+    MaintainReport report;
+    arrow::Status error;
+    std::shared_ptr<const TableState> base = table;
+    if (previous != nullptr) {
+      // Another thread's append of the same table left this one running.
+      MaintenanceOutcome before = Await(*previous, table->lake);
+      AddReport(&report, before.report);
+      error = before.error;
+      if (before.table != nullptr && before.table->version > base->version) {
+        base = before.table;
+      }
+    }
+    MaintainReport mine;
+    auto done = MaintainAfterAppend(base, partitions, max_commit_attempts, &mine);
+    AddReport(&report, mine);
+    std::shared_ptr<TableState> detached;
+    if (done.ok()) {
+      detached = std::make_shared<TableState>(**done);
+      detached->lake.reset();
+    } else {
+      error = done.status();
+    }
+    std::lock_guard<std::mutex> lock(run->mu);
+    run->table = std::move(detached);
+    run->report = report;
+    run->error = std::move(error);
+    run->done = true;
+    run->cv.notify_all();
+  });
+}
+
+std::optional<MaintenanceOutcome> WaitForMaintenance(
+    const std::shared_ptr<LakeState>& lake, const TableName& name) {
+  std::shared_ptr<BackgroundRun> run;
+  {
+    std::lock_guard<std::mutex> lock(lake->maintenance_mu);
+    auto it = lake->maintenance.find(name.ToString());
+    if (it == lake->maintenance.end()) return std::nullopt;
+    run = std::move(it->second);
+    lake->maintenance.erase(it);
+  }
+  return Await(*run, lake);
+}
+
+}  // namespace timelake::internal
