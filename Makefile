@@ -117,10 +117,14 @@ clean:
 #   make bench         100 hosts x 24 h and 1,000 hosts x 12 h, 5 repeats, then bench-latest
 #   make bench-latest  `latest` (bench/latest.py): Session::Latest cold and warm beside the
 #                      scan fallback and Timelake 0.7, 1,000 and 10,000 hosts x 1 h (~1 min)
+#   make bench-ts      hourly m4 and time_weighted_mean beside avg and Timelake 0.7
+#                      (bench/ts_functions.py): 1,000 hosts x 72 h = 26 M rows
+#   make bench-asof    ASOF JOIN of 10 M trades to 10 M quotes beside DuckDB (bench/asof.py)
 # bench/requirements.txt (numpy, matplotlib) goes into .venv once; a stamp
-# records what was installed. BENCH_ARGS passes more options to each bench/run.py.
+# records what was installed. BENCH_ARGS passes more options to each script
+# (e.g. BENCH_ARGS="--hosts 5 --hours 2 --repeats 1" for a smoke run of bench-ts).
 BENCH_ARGS ?=
-.PHONY: bench bench-quick bench-latest bench-deps
+.PHONY: bench bench-quick bench-latest bench-deps bench-ts bench-asof
 
 bench-deps: setup
 	@cmp -s bench/requirements.txt .venv/.bench-requirements || { \
@@ -137,3 +141,9 @@ bench: setup-test release bench-deps
 
 bench-latest: setup-test release bench-deps
 	.venv/bin/python bench/run.py --latest $(BENCH_ARGS)
+
+bench-ts: setup-test release bench-deps
+	.venv/bin/python bench/ts_functions.py $(BENCH_ARGS)
+
+bench-asof: setup-test release bench-deps
+	.venv/bin/python bench/asof.py $(BENCH_ARGS)

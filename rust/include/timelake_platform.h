@@ -293,6 +293,10 @@ typedef struct TlCatalogCallbacks {
   // the tie-breaking columns (e.g. _ingest_ts), and "dedup.keep": "last", or
   // "all" to merge in that order without dropping a row (compaction of a
   // table without dedup).
+  // The metadata also names the table's sort order, "sort.0", "sort.1", ...
+  // (ascending, nulls first; absent for an unsorted table): a file whose
+  // "sorted" is true holds its rows in that order, so the engine may merge
+  // such files where an operator needs that order instead of sorting them.
   // A request {"last_values": {"partition_by": [...], "order_by": "time"}}
   // asks for the current snapshot's last-value index instead, when it holds
   // the newest row per those columns: its rows, in the table's schema, moved

@@ -50,6 +50,9 @@ pub struct TimelakeTable {
     schema: SchemaRef,
     callbacks: Arc<Callbacks>,
     store: Arc<Store>,
+    /// Table-level settings planning reads ("time_weighted_mean"), taken off
+    /// the schema's metadata C++ sent them in.
+    settings: std::collections::HashMap<String, String>,
 }
 
 impl TimelakeTable {
@@ -60,13 +63,26 @@ impl TimelakeTable {
         callbacks: Arc<Callbacks>,
         store: Arc<Store>,
     ) -> Self {
+        let mut metadata = schema.metadata().clone();
+        let settings = metadata
+            .extract_if(|k, _| k.starts_with("timelake."))
+            .map(|(k, v)| (k["timelake.".len()..].to_string(), v))
+            .collect();
+        let schema = Arc::new(ArrowSchema::new_with_metadata(schema.fields().clone(), metadata));
         Self {
             schema_name,
             table_name,
             schema,
             callbacks,
             store,
+            settings,
         }
+    }
+
+    /// The table's value of a setting planning reads (SQL name without
+    /// `timelake.`), if C++ sent one.
+    pub fn setting(&self, name: &str) -> Option<String> {
+        self.settings.get(name).cloned()
     }
 
     /// The `plan_scan` request (format documented in the header).
@@ -146,12 +162,21 @@ impl TimelakeTable {
                 members[g].push(i);
             }
         }
-        let mut plan = ScanPlan { files, dedup: None };
+        let metadata = batch.schema_ref().metadata();
+        // The table's sort order: columns unknown to this schema end it.
+        let sort = (0..)
+            .map_while(|i| metadata.get(&format!("sort.{i}")))
+            .map_while(|name| self.schema.index_of(name).ok())
+            .collect();
+        let mut plan = ScanPlan {
+            files,
+            dedup: None,
+            sort,
+        };
         members.retain(|m| !m.is_empty());
         if members.is_empty() {
             return Ok(plan);
         }
-        let metadata = batch.schema_ref().metadata();
         let names = |prefix: &str| -> TlResult<Vec<usize>> {
             (0..)
                 .map_while(|i| metadata.get(&format!("dedup.{prefix}.{i}")))
@@ -427,6 +452,25 @@ struct DedupPlan {
 struct ScanPlan {
     files: Vec<PlannedFile>,
     dedup: Option<DedupPlan>,
+    /// The table's sort order (table schema indices), which files flagged
+    /// `sorted` hold.
+    sort: Vec<usize>,
+}
+
+/// The sort order every one of `files` holds, for the scan to declare (one
+/// file at a time: DataFusion trusts it only for partitions of one file, and
+/// [`crate::sorted_scan`] splits a scan into such partitions where an
+/// operator needs the order).
+fn file_ordering(schema: &SchemaRef, sort: &[usize], files: &[PlannedFile]) -> Option<LexOrdering> {
+    if files.is_empty() || !files.iter().all(|f| f.sorted) {
+        return None;
+    }
+    LexOrdering::new(sort.iter().map(|&i| {
+        PhysicalSortExpr::new(
+            Arc::new(Column::new(schema.field(i).name(), i)),
+            SortOptions::new(false, true),
+        )
+    }))
 }
 
 #[async_trait]
@@ -464,7 +508,7 @@ impl TableProvider for TimelakeTable {
         .await
         .and_then(|r| r)
         .map_err(TlError::into_datafusion)?;
-        let ScanPlan { files, dedup } = self
+        let ScanPlan { files, dedup, sort } = self
             .parse_plan(answer.rows)
             .map_err(TlError::into_datafusion)?;
 
@@ -475,9 +519,10 @@ impl TableProvider for TimelakeTable {
 
         let target = state.config().target_partitions().max(1);
         let Some(dedup) = dedup else {
+            let ordering = file_ordering(&self.schema, &sort, &files);
             let plain = files.into_iter().map(|f| f.file).collect();
             let groups = round_robin(plain, target);
-            return self.parquet_scan(state, groups, vec![], projection.cloned(), None, limit);
+            return self.parquet_scan(state, groups, vec![], projection.cloned(), ordering, limit);
         };
 
         // Files of a dedup group are merged; the others are read as they are.
@@ -492,18 +537,19 @@ impl TableProvider for TimelakeTable {
         for (file, group) in files.into_iter().zip(in_group) {
             match group {
                 Some(g) => grouped[g].push(file),
-                None => plain.push(file.file),
+                None => plain.push(file),
             }
         }
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         if !plain.is_empty() {
-            let groups = round_robin(plain, target);
+            let ordering = file_ordering(&self.schema, &sort, &plain);
+            let groups = round_robin(plain.into_iter().map(|f| f.file).collect(), target);
             inputs.push(self.parquet_scan(
                 state,
                 groups,
                 vec![],
                 projection.cloned(),
-                None,
+                ordering,
                 None,
             )?);
         }

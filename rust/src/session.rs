@@ -12,6 +12,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use datafusion::execution::cache::cache_manager::CacheManagerConfig;
 use datafusion::execution::context::SQLOptions;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -83,7 +84,16 @@ impl Session {
             )
             .build_arc()
             .map_err(|e| from_datafusion(&e, Phase::Planning))?;
-        let ctx = SessionContext::new_with_config_rt(config, runtime);
+        // Gap filling and ASOF JOIN: rules and operators (crate::planner).
+        let state = crate::planner::install(
+            SessionStateBuilder::new()
+                .with_config(config)
+                .with_runtime_env(runtime)
+                .with_default_features(),
+        )
+        .build();
+        let ctx = SessionContext::new_with_state(state);
+        crate::planner::register_functions(&ctx);
         ctx.register_udf(time_bucket());
         // Replaces the built-in date_trunc: the same results, fast for the
         // UTC time columns of Timelake tables (crate::datetrunc).
@@ -147,8 +157,7 @@ impl Session {
         let planned = runtime::run_interruptible(
             async move {
                 let plan_err = |e| from_datafusion(&e, Phase::Planning);
-                let df = ctx
-                    .sql_with_options(&sql, query_options())
+                let df = crate::planner::sql(&ctx, &sql, query_options())
                     .await
                     .map_err(plan_err)?;
                 let task_ctx = Arc::new(df.task_ctx());
@@ -173,8 +182,7 @@ impl Session {
         let ran = runtime::run_interruptible(
             async move {
                 let plan_err = |e| from_datafusion(&e, Phase::Planning);
-                let df = ctx
-                    .sql_with_options(&statement, query_options())
+                let df = crate::planner::sql(&ctx, &statement, query_options())
                     .await
                     .map_err(plan_err)?;
                 let task_ctx = Arc::new(df.task_ctx());

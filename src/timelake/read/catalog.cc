@@ -171,6 +171,39 @@ MergeSpec MergeSpecOf(const internal::TableState& table, bool keep_all) {
   return spec;
 }
 
+// The columns of the table's default sort order, as far as they are plain
+// ascending, nulls-first columns (the order a data file flagged "sorted"
+// holds; the engine merges such files instead of sorting them).
+std::vector<std::string> SortColumns(const internal::TableState& table) {
+  std::vector<std::string> columns;
+  const auto& doc = table.metadata.doc;
+  const int64_t id = doc.value("default-sort-order-id", 0);
+  if (id == 0 || !doc.contains("sort-orders") || !doc["sort-orders"].is_array()) {
+    return columns;
+  }
+  for (const auto& order : doc["sort-orders"]) {
+    if (!order.is_object() || order.value("order-id", int64_t{-1}) != id ||
+        !order.contains("fields") || !order["fields"].is_array()) {
+      continue;
+    }
+    for (const auto& f : order["fields"]) {
+      if (!f.is_object() || f.value("transform", "") != "identity" ||
+          f.value("direction", "") != "asc" || f.value("null-order", "") != "nulls-first" ||
+          !f.contains("source-id") || !f["source-id"].is_number_integer()) {
+        break;
+      }
+      const int source = f["source-id"].get<int>();
+      std::string name;
+      for (const auto& field : table.schema->fields()) {
+        if (format::FieldId(*field) == source) name = field->name();
+      }
+      if (name.empty()) break;
+      columns.push_back(std::move(name));
+    }
+  }
+  return columns;
+}
+
 // The plan_scan answer: one row per file to read, in `files`' order, with the
 // merge group of each (`group[i]` < 0: read as it is). `spec` is set when a
 // group exists.
@@ -199,6 +232,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanBatch(
   TIMELAKE_RETURN_NOT_OK(sorted.Finish(&columns[3]));
   TIMELAKE_RETURN_NOT_OK(groups.Finish(&columns[4]));
   auto metadata = std::make_shared<arrow::KeyValueMetadata>();
+  const auto sort_columns = SortColumns(table);
+  for (size_t i = 0; i < sort_columns.size(); ++i) {
+    metadata->Append("sort." + std::to_string(i), sort_columns[i]);
+  }
   if (spec != nullptr) {
     for (size_t i = 0; i < spec->keys.size(); ++i) {
       metadata->Append("dedup.key." + std::to_string(i), spec->keys[i]);
@@ -369,8 +406,18 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
         return kNotFoundCode;
       return Fail(out, state.status());
     }
+    // Table settings the engine plans with ride along as schema metadata
+    // ("timelake.<sql name>"); the engine takes them off the schema.
+    auto exported = (*state)->schema;
+    const settings::Resolver table_level(nullptr, nullptr, &(*state)->metadata.properties);
+    if (auto mode = table_level.Get("time-weighted-mean")) {
+      auto metadata = exported->metadata() ? exported->metadata()->Copy()
+                                           : std::make_shared<arrow::KeyValueMetadata>();
+      metadata->Append("timelake.time_weighted_mean", *mode);
+      exported = exported->WithMetadata(std::move(metadata));
+    }
     struct ArrowSchema c_schema;
-    auto st = arrow::ExportSchema(*(*state)->schema, &c_schema);
+    auto st = arrow::ExportSchema(*exported, &c_schema);
     if (!st.ok()) return Fail(out, st);
     tl_sink_set_schema(out, &c_schema);
     return kFound;

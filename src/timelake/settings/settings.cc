@@ -83,8 +83,9 @@ constexpr std::array kSettings = {
     Setting{"newest-first", Type::kBool, "true", kCTS, k030,
             "ORDER BY time DESC LIMIT k reads the newest partitions first"},
     Setting{"time-weighted-mean", Type::kEnum, "auto", kCTS, k030,
-            "how time_weighted_mean combines partial results", "auto|segments|merge", "",
-            kNotYet},
+            "how time-weighted means get each series' readings in time order: merged "
+            "sorted files (auto, merge: also sorts), or segments as they come (segments)",
+            "auto|segments|merge"},
     Setting{"version-check-interval", Type::kDuration, "1s", kCTS, k030,
             "how long a loaded table version is reused before checking for a newer one"},
     // The head object.
