@@ -34,6 +34,7 @@ STAGES = [
     "read",
     "maintain",
     "api",
+    "rest",
     "cli",
 ]
 TEST_ONLY = {"testing"}

@@ -88,6 +88,13 @@ struct TableMetadata {
   static arrow::Result<TableMetadata> Parse(std::string_view text, std::string_view what);
 };
 
+// A snapshot from its JSON object in table metadata (or a REST add-snapshot
+// update), keys not modelled kept in `extra`; and back. Errors: kCorrupt for
+// a malformed snapshot (what does not fit named), kUnsupported for v1
+// inline manifests.
+arrow::Result<Snapshot> SnapshotFromJson(const nlohmann::json& snapshot);
+nlohmann::json SnapshotToJson(const Snapshot& snapshot);
+
 // Standard Iceberg snapshot summary keys Timelake maintains.
 namespace summary {
 inline constexpr char kOperation[] = "operation";

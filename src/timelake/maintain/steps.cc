@@ -200,7 +200,12 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
   if (st.ok()) st = write_manifest(existing, "existing-m");
   if (st.ok()) st = write_manifest(deleted, "deleted-m");
   if (!st.ok()) return WithContext(st, context);
+  const size_t own = manifests.size();
   manifests.insert(manifests.end(), kept.begin(), kept.end());
+  TIMELAKE_ASSIGN_OR_RAISE(
+      manifests,
+      commit::MergeManifests(base, std::move(manifests), own, snapshot_id, seq,
+                             commit::ManifestMergeRulesOf(bm), attempt, context));
 
   auto list = format::WriteManifestList(snapshot_id, parent->snapshot_id, seq, manifests);
   if (!list.ok()) return WithContext(list.status(), context);
