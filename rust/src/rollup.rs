@@ -627,7 +627,7 @@ pub async fn describe(ctx: &SessionContext, select: &str) -> TlResult<String> {
                 )));
             }
         }
-        let (function, column) = aggregate_of(aggr, &time).map_err(invalid)?;
+        let (function, column) = aggregate_of(aggr, &time).map_err(TlError::invalid)?;
         let name = alias.unwrap_or_else(|| default_name(&function, column.as_deref()));
         columns.push(name.clone());
         aggregates.push(json!({"name": name, "function": function, "column": column}));

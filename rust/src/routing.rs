@@ -44,8 +44,8 @@ use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{
-    cast, lit, Aggregate, BinaryExpr, Expr, ExprSchemable, Filter, LogicalPlan, LogicalPlanBuilder,
-    Operator, Projection, Union,
+    cast, lit, Aggregate, BinaryExpr, EmptyRelation, Expr, ExprSchemable, Filter, LogicalPlan,
+    LogicalPlanBuilder, Operator, Projection, Union,
 };
 use datafusion::optimizer::analyzer::AnalyzerRule;
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
@@ -221,41 +221,20 @@ fn timestamp_literal(micros: i64, data_type: &DataType) -> Option<Expr> {
     Some(lit(v))
 }
 
-/// `column` in one of `ranges` (OR of `lo <= c < hi`); `negate`: in none.
-fn in_ranges(column: &Expr, data_type: &DataType, ranges: &[Range], negate: bool) -> Option<Expr> {
+/// `column` in one of `ranges`: OR of `lo <= c AND c < hi`.
+fn in_ranges(column: &Expr, data_type: &DataType, ranges: &[Range]) -> Option<Expr> {
     let mut terms = Vec::new();
     for &(lo, hi) in ranges {
         let mut parts = Vec::new();
         if let Some(lo) = lo {
-            let l = timestamp_literal(lo, data_type)?;
-            parts.push(if negate {
-                column.clone().lt(l)
-            } else {
-                column.clone().gt_eq(l)
-            });
+            parts.push(column.clone().gt_eq(timestamp_literal(lo, data_type)?));
         }
         if let Some(hi) = hi {
-            let h = timestamp_literal(hi, data_type)?;
-            parts.push(if negate {
-                column.clone().gt_eq(h)
-            } else {
-                column.clone().lt(h)
-            });
+            parts.push(column.clone().lt(timestamp_literal(hi, data_type)?));
         }
-        // Negated: outside [lo, hi) is lo > c OR c >= hi; an unbounded
-        // range has no outside.
-        let term = if negate {
-            parts.into_iter().reduce(Expr::or).unwrap_or(lit(false))
-        } else {
-            conjunction(parts).unwrap_or(lit(true))
-        };
-        terms.push(term);
+        terms.push(conjunction(parts).unwrap_or(lit(true)));
     }
-    Some(if negate {
-        conjunction(terms).unwrap_or(lit(true))
-    } else {
-        terms.into_iter().reduce(Expr::or).unwrap_or(lit(false))
-    })
+    Some(terms.into_iter().reduce(Expr::or).unwrap_or(lit(false)))
 }
 
 /// Narrows [a, b) (microseconds) by one WHERE conjunct on the time column;
@@ -550,6 +529,7 @@ fn route(
         table,
         rollup,
         &clean,
+        (a, b),
         &wanted,
         bucket_index,
         &time,
@@ -640,6 +620,7 @@ fn build(
     table: &TimelakeTable,
     rollup: &RollupInfo,
     clean: &[Range],
+    range: Range,
     wanted: &[Wanted],
     bucket_index: usize,
     time: &str,
@@ -669,7 +650,7 @@ fn build(
     let bucket_type = bucket_field.data_type().clone();
 
     // The rollup side: its clean buckets, and the filters on groups.
-    let Some(in_clean) = in_ranges(&rcol(&rollup.bucket_column), &bucket_type, clean, false) else {
+    let Some(in_clean) = in_ranges(&rcol(&rollup.bucket_column), &bucket_type, clean) else {
         return Ok(None);
     };
     let mut predicates = vec![in_clean];
@@ -788,17 +769,27 @@ fn build(
     }
     let rollup_side = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(reaggregated))?);
 
-    // The raw side: the query's aggregate over the rest of the time axis.
+    // The raw side: the query's aggregate over the rest of its time range,
+    // as ranges the scan prunes files by; no scan at all when the rollup
+    // covers the whole range.
     let (time_qualifier, _) = folded_input
         .schema()
         .qualified_field_with_unqualified_name(time)?;
     let time_column = Expr::Column(Column::new(time_qualifier.cloned(), time));
-    let Some(outside) = in_ranges(&time_column, time_field.data_type(), clean, true) else {
-        return Ok(None);
+    let rest = subtract(range, clean.to_vec());
+    let raw_input = if rest.is_empty() {
+        LogicalPlan::EmptyRelation(EmptyRelation {
+            produce_one_row: false,
+            schema: Arc::clone(folded_input.schema()),
+        })
+    } else {
+        let Some(inside) = in_ranges(&time_column, time_field.data_type(), &rest) else {
+            return Ok(None);
+        };
+        LogicalPlanBuilder::from(folded_input)
+            .filter(inside)?
+            .build()?
     };
-    let raw_input = LogicalPlanBuilder::from(folded_input)
-        .filter(outside)?
-        .build()?;
     let raw_side = LogicalPlan::Aggregate(Aggregate::try_new(
         Arc::new(raw_input),
         agg.group_expr.clone(),

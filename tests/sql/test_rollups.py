@@ -242,3 +242,152 @@ def test_routed_answers_equal_raw_answers(tmp_path):
     assert counts["routed"] >= counts["queries"] // 3, counts
     for name in ROLLUPS:
         assert counts.get(name, 0) > 0, f"{name} never answered: {counts}"
+
+
+def warehouse_files(path):
+    """Every file of a warehouse with its size: what 'nothing changed' compares."""
+    import pathlib
+    return {str(p.relative_to(path)): p.stat().st_size
+            for p in pathlib.Path(path).rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def small(tmp_path):
+    wh = str(tmp_path / "wh")
+    lake = timelake.Lake(wh)
+    table = lake.create_table("iot.r", SCHEMA, time_column="time", series_key=["device"])
+    table.append(Rows(3).batch(200, 0, 48))
+    timelake.flush()
+    return wh, lake
+
+
+BAD = {
+    "stddev(iot.r.temp) isn't an aggregate a rollup stores":
+        "SELECT device, time_bucket(INTERVAL '1 hour', time) AS b, stddev(temp) FROM iot.r "
+        "GROUP BY device, b",
+    "needs GROUP BY time_bucket":
+        "SELECT device, max(temp) FROM iot.r GROUP BY device",
+    "WHERE isn't supported in a rollup":
+        "SELECT device, time_bucket(INTERVAL '1 hour', time) AS b, max(temp) FROM iot.r "
+        "WHERE temp > 3 GROUP BY device, b",
+    "without the CAST":
+        "SELECT device, time_bucket(INTERVAL '1 hour', time) AS b, "
+        "max(CAST(temp AS INT)) FROM iot.r GROUP BY device, b",
+    "DISTINCT cannot be rolled up":
+        "SELECT device, time_bucket(INTERVAL '1 hour', time) AS b, count(DISTINCT site) "
+        "FROM iot.r GROUP BY device, b",
+    "buckets start at 1970-01-01":
+        "SELECT device, time_bucket(INTERVAL '1 hour', time, TIMESTAMP '2026-01-01T00:10:00Z') "
+        "AS b, max(temp) FROM iot.r GROUP BY device, b",
+    "whole seconds":
+        "SELECT device, time_bucket(INTERVAL '10 milliseconds', time) AS b, max(temp) FROM iot.r "
+        "GROUP BY device, b",
+    "reads one table":
+        "SELECT a.device, time_bucket(INTERVAL '1 hour', a.time) AS b, max(a.temp) FROM iot.r a "
+        "JOIN iot.r c ON a.device = c.device GROUP BY a.device, b",
+    "have the same name":
+        "SELECT device, time_bucket(INTERVAL '1 hour', time) AS b, max(temp) AS x, min(temp) AS x "
+        "FROM iot.r GROUP BY device, b",
+    "not found":
+        "SELECT device, time_bucket(INTERVAL '1 hour', time) AS b, max(temp) FROM iot.nope "
+        "GROUP BY device, b",
+}
+
+
+@pytest.mark.parametrize("expected", sorted(BAD))
+def test_what_cannot_be_rolled_up_is_named_and_nothing_changes(small, expected):
+    wh, lake = small
+    before = warehouse_files(wh)
+    with pytest.raises(Exception) as error:
+        lake.sql(f"CREATE MATERIALIZED ROLLUP iot.bad AS {BAD[expected]}")
+    assert expected.lower() in str(error.value).lower(), str(error.value)
+    assert "iot.bad" in str(error.value)
+    assert warehouse_files(wh) == before
+
+
+def test_statements_answer_and_the_rollup_lives_and_dies_with_its_table(small, tmp_path):
+    wh, lake = small
+    create = ("CREATE MATERIALIZED ROLLUP {} iot.r_1h AS SELECT device, "
+              "time_bucket(INTERVAL '1 hour', time) AS bucket, max(temp) AS hottest, avg(hum) "
+              "FROM iot.r GROUP BY device, bucket WITH (refresh_interval = '0s')")
+    answer = lake.sql(create.format("")).to_pylist()
+    assert answer[0]["rollup"] == "iot.r_1h" and answer[0]["rows"] > 0
+    with pytest.raises(Exception, match="already exists"):
+        lake.sql(create.format(""))
+    assert lake.sql(create.format("IF NOT EXISTS")).to_pylist() == [
+        {"rollup": "iot.r_1h", "rows": 0}]
+    # Its table: the bucket, the groups, the aggregates and their states.
+    rollup = lake.table("iot.r_1h")
+    assert rollup.schema.names == ["device", "bucket", "hottest", "avg_hum", "sum_hum",
+                                   "count_hum"]
+    props = rollup.info()["properties"]
+    assert props["timelake.rollup-source"] == "iot.r"
+    assert props["timelake.rollup-bucket"] == "1h"
+    assert props["timelake.rollup-refresh-interval"] == "0s"
+    assert rollup.info()["rollup_of"] == "iot.r"
+    info = lake.table("iot.r").info()
+    assert [(r["name"], r["bucket"], r["behind"], r["problem"]) for r in info["rollups"]] == [
+        ("iot.r_1h", "1h", 0, None)]
+
+    # Appends refresh it (its interval is 0 s) and say so; it takes no rows itself.
+    report = lake.table("iot.r").append(Rows(5).batch(50, 10, 5))
+    assert [r["rollup"] for r in report["rollups"]] == ["iot.r_1h"]
+    assert report["rollups"][0]["rows"] > 0 and "error" not in report["rollups"][0]
+    with pytest.raises(Exception, match="is a rollup of iot.r"):
+        rollup.append(lake.sql("SELECT * FROM iot.r_1h"))
+    with pytest.raises(Exception, match="is a rollup of iot.r"):
+        lake.sql("DELETE FROM iot.r_1h WHERE device = 1")
+    with pytest.raises(Exception, match="is not a rollup"):
+        lake.sql("REFRESH MATERIALIZED ROLLUP iot.r")
+    with pytest.raises(Exception, match="not found"):
+        lake.sql("REFRESH MATERIALIZED ROLLUP iot.nope")
+
+    # The CLI marks it and lists it with its freshness.
+    import subprocess
+    import os
+    binary = os.environ.get("TIMELAKE_BIN", "build/release/timelake")
+    ls = subprocess.run([binary, "-w", wh, "ls"], capture_output=True, text=True, check=True)
+    assert "iot.r_1h  (rollup of iot.r)" in ls.stdout
+    text = subprocess.run([binary, "-w", wh, "info", "iot.r"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "iot.r_1h (1h): up to date" in text
+
+    # DROP MATERIALIZED ROLLUP takes it off the list; so does dropping the table.
+    lake.sql("CREATE MATERIALIZED ROLLUP iot.r_1d AS SELECT date_trunc('day', time) AS d, "
+             "count(*) FROM iot.r GROUP BY d")
+    assert lake.table("iot.r").info()["properties"]["timelake.rollups"] == "iot.r_1h,iot.r_1d"
+    assert lake.sql("DROP MATERIALIZED ROLLUP iot.r_1h").to_pylist()[0]["rollup"] == "iot.r_1h"
+    assert lake.sql("DROP MATERIALIZED ROLLUP IF EXISTS iot.r_1h").num_rows == 1
+    with pytest.raises(Exception, match="not found"):
+        lake.sql("DROP MATERIALIZED ROLLUP iot.r_1h")
+    with pytest.raises(Exception, match="is not a rollup"):
+        lake.sql("DROP MATERIALIZED ROLLUP iot.r")
+    assert lake.table("iot.r").info()["properties"]["timelake.rollups"] == "iot.r_1d"
+    lake.drop_table("iot.r_1d")
+    assert "timelake.rollups" not in lake.table("iot.r").info()["properties"]
+
+    # Dropping the raw table drops its rollups, and the CLI names them.
+    lake.sql("CREATE MATERIALIZED ROLLUP iot.r_2h AS SELECT device, "
+             "time_bucket(INTERVAL '2 hours', time) AS bucket, count(*) FROM iot.r "
+             "GROUP BY device, bucket")
+    out = subprocess.run([binary, "-w", wh, "drop", "iot.r"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "dropped iot.r and its rollup iot.r_2h"
+    assert timelake.Lake(wh).tables() == []
+
+
+def test_rollups_of_rollups_refresh_after_the_rollup_they_read(small):
+    wh, lake = small
+    lake.sql("CREATE MATERIALIZED ROLLUP iot.r_1h AS SELECT device, "
+             "time_bucket(INTERVAL '1 hour', time) AS bucket, max(temp) AS mx FROM iot.r "
+             "GROUP BY device, bucket WITH (refresh_interval = '0s')")
+    lake.sql("CREATE MATERIALIZED ROLLUP iot.r_1h_1d AS SELECT device, "
+             "date_trunc('day', bucket) AS day, max(mx) AS mx FROM iot.r_1h "
+             "GROUP BY device, day WITH (refresh_interval = '0s')")
+    report = lake.table("iot.r").append(Rows(9).batch(40, 30, 10))
+    assert [r["rollup"] for r in report["rollups"]] == ["iot.r_1h", "iot.r_1h_1d"]
+    want = lake.sql("SELECT device, date_trunc('day', time) AS day, max(temp) AS mx "
+                    "FROM iot.r GROUP BY device, day").to_pylist()
+    got = lake.sql("SELECT device, day, mx FROM iot.r_1h_1d").to_pylist()
+    key = lambda r: (r["device"], r["day"])  # noqa: E731
+    assert sorted(got, key=key) == sorted(want, key=key)

@@ -14,8 +14,7 @@ namespace timelake::commit {
 arrow::Result<std::shared_ptr<const internal::TableState>> CreateTable(
     std::shared_ptr<internal::LakeState> lake, const TableName& name,
     const arrow::Schema& schema, const TableOptions& options,
-    const std::string& ingest_column,
-    const std::map<std::string, std::string>& managed) {
+    const std::string& ingest_column, const std::map<std::string, std::string>& managed) {
   const std::string context = "creating table " + name.ToString();
   auto props = internal::NewTableProperties(options);
   if (!props.ok()) return WithContext(props.status(), context);
@@ -87,8 +86,7 @@ arrow::Result<std::shared_ptr<const internal::TableState>> CreateTable(
   }
   m.properties = *props;
 
-  TIMELAKE_ASSIGN_OR_RAISE(bool won,
-                           versions::TryCommit(*lake->store, table_key, 1, m));
+  TIMELAKE_ASSIGN_OR_RAISE(bool won, versions::TryCommit(*lake->store, table_key, 1, m));
   if (!won) {
     return AlreadyExists(context + ": another writer created it at the same time");
   }
@@ -106,8 +104,7 @@ arrow::Status DropTable(const std::shared_ptr<internal::LakeState>& lake,
   // Metadata first, so that a crash part-way leaves no half-table behind,
   // only unreferenced data files.
   TIMELAKE_ASSIGN_OR_RAISE(
-      auto metadata,
-      lake->store->List(versions::MetadataPrefix(table_key) + "/", false));
+      auto metadata, lake->store->List(versions::MetadataPrefix(table_key) + "/", false));
   for (const auto& obj : metadata.objects) {
     TIMELAKE_RETURN_NOT_OK(lake->store->Delete(obj.key));
   }

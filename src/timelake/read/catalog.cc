@@ -267,10 +267,12 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
     // whose newer version is elsewhere: pruning on a value column could drop
     // the newer version and resurrect the older one. Keys are safe.
     if (dedup) {
-      const bool key = f.column == *contract.time_column ||
-                       std::find(contract.series_key.begin(), contract.series_key.end(),
-                                 f.column) != contract.series_key.end();
-      return !key;
+      for (const auto& column : f.Columns()) {
+        const bool key = column == *contract.time_column ||
+                         std::find(contract.series_key.begin(), contract.series_key.end(),
+                                   column) != contract.series_key.end();
+        if (!key) return true;
+      }
     }
     return false;
   });

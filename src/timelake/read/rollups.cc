@@ -55,7 +55,9 @@ int64_t MonthStart(int64_t index) {
   return DaysFromCivil(1970 + y, m + 1, 1) * kMicrosPerDay;
 }
 
-int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t FloorDiv(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
 
 }  // namespace
 
@@ -129,8 +131,8 @@ arrow::Result<std::optional<RollupDefinition>> RollupDefinitionOf(
   RollupDefinition def;
   def.source = it->second;
   if (!TableName::Parse(def.source).ok()) {
-    return Corrupt(context + ": " + internal::property::kRollupSource + " '" + def.source +
-                   "' is not a table name");
+    return Corrupt(context + ": " + internal::property::kRollupSource + " '" +
+                   def.source + "' is not a table name");
   }
   if (!table.contract.time_column) {
     return Corrupt(context + ": it has no time column");
@@ -379,7 +381,8 @@ std::string RollupsAnswer(const internal::TableState& raw,
     json dirty = json::array();
     for (const auto* list : {&changes->added, &changes->removed}) {
       for (const auto& r : *list) {
-        dirty.push_back({r.lo ? json(*r.lo) : json(nullptr), r.hi ? json(*r.hi) : json(nullptr)});
+        dirty.push_back(
+            {r.lo ? json(*r.lo) : json(nullptr), r.hi ? json(*r.hi) : json(nullptr)});
       }
     }
     entry["usable"] = true;

@@ -66,9 +66,9 @@ struct RollupAggregate {
 
 // A rollup's definition, from its table's properties.
 struct RollupDefinition {
-  std::string source;                // the raw table, "ns.table"
-  std::vector<std::string> groups;   // = the rollup's series key
-  std::string bucket_column;         // = the rollup's time column
+  std::string source;               // the raw table, "ns.table"
+  std::vector<std::string> groups;  // = the rollup's series key
+  std::string bucket_column;        // = the rollup's time column
   Bucket bucket;
   std::vector<RollupAggregate> aggregates;
 };

@@ -22,9 +22,9 @@ namespace timelake::rollup {
 
 namespace {
 
-using nlohmann::json;
 using internal::LakeState;
 using internal::TableState;
+using nlohmann::json;
 using read::Bucket;
 using read::RollupAggregate;
 using read::RollupDefinition;
@@ -55,7 +55,7 @@ class RollupListChange : public commit::Change {
       : rollup_(std::move(rollup)), add_(add), context_(std::move(context)) {}
 
   arrow::Result<std::optional<format::TableMetadata>> Rebase(const TableState& base,
-                                                            commit::Attempt*) override {
+                                                             commit::Attempt*) override {
     auto names = read::RollupNamesOf(base.metadata);
     const bool listed = std::find(names.begin(), names.end(), rollup_) != names.end();
     if (listed == add_) return std::nullopt;  // already so
@@ -119,7 +119,8 @@ std::string InRangesSql(const std::string& column, const std::vector<TimeRange>&
   std::string out;
   for (const auto& r : ranges) {
     std::string term;
-    if (r.lo) term = Quote(column) + " >= to_timestamp_micros(" + std::to_string(*r.lo) + ")";
+    if (r.lo)
+      term = Quote(column) + " >= to_timestamp_micros(" + std::to_string(*r.lo) + ")";
     if (r.hi) {
       if (!term.empty()) term += " AND ";
       term += Quote(column) + " < to_timestamp_micros(" + std::to_string(*r.hi) + ")";
@@ -190,7 +191,8 @@ arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
     return WithContext(raw.status(), context + ": its raw table " + def.source);
   }
   TIMELAKE_RETURN_NOT_OK(WithContext(
-      internal::CheckFormatVersion(name.ToString(), internal::FormatVersionOf(rollup->metadata),
+      internal::CheckFormatVersion(name.ToString(),
+                                   internal::FormatVersionOf(rollup->metadata),
                                    internal::FormatAccess::kWrite),
       context));
   const auto* raw_snapshot = (*raw)->metadata.CurrentSnapshot();
@@ -241,8 +243,8 @@ arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
   // commit keeps the old source, so they read from raw data meanwhile).
   if (!drop.empty() && rollup->metadata.CurrentSnapshot() != nullptr) {
     DeleteReport deleted;
-    auto after = internal::RunDelete(rollup, InRangesSql(def.bucket_column, drop), step,
-                                     &deleted);
+    auto after =
+        internal::RunDelete(rollup, InRangesSql(def.bucket_column, drop), step, &deleted);
     if (!after.ok()) return WithContext(after.status(), context);
     rollup = *after;
   }
@@ -253,7 +255,7 @@ arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
   if (!reader.ok()) return reader.status();
   TIMELAKE_ASSIGN_OR_RAISE(auto layout, internal::LayoutOf(*rollup));
   write::ChunkedWriter writer(*lake->store, rollup->table_key + "/data", layout,
-                             AppendOptions{}.buffer_rows, *lake->clock);
+                              AppendOptions{}.buffer_rows, *lake->clock);
   for (;;) {
     std::shared_ptr<arrow::RecordBatch> batch;
     TIMELAKE_RETURN_NOT_OK((*reader)->ReadNext(&batch));
@@ -277,8 +279,9 @@ arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
   auto latest = written.latest;
   const auto contract = rollup->contract;
   const auto schema = rollup->schema;
-  change.index_at = [latest, contract, schema](const TableState& base)
-      -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+  change.index_at =
+      [latest, contract, schema](
+          const TableState& base) -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
     std::shared_ptr<arrow::RecordBatch> previous;
     if (const auto* s = base.metadata.CurrentSnapshot()) {
       if (auto uri = internal::LviUri(*s)) {
@@ -418,7 +421,8 @@ arrow::Result<int64_t> Create(const std::shared_ptr<LakeState>& lake,
   auto described = internal::DescribeRollup(lake, st.select);
   if (!described.ok()) return WithContext(described.status(), context);
   json d = json::parse(*described, nullptr, /*allow_exceptions=*/false);
-  if (!d.is_object()) return MakeError(ErrorKind::kInternal, context + ": bad description");
+  if (!d.is_object())
+    return MakeError(ErrorKind::kInternal, context + ": bad description");
   auto source = TableName::Parse(d["source"]["schema"].get<std::string>() + "." +
                                  d["source"]["table"].get<std::string>());
   if (!source.ok()) return WithContext(source.status(), context);
@@ -441,20 +445,20 @@ arrow::Result<int64_t> Create(const std::shared_ptr<LakeState>& lake,
   } else {
     def.bucket.width_us = d["bucket"]["width_us"].get<int64_t>();
     if (origin % def.bucket.width_us != 0) {
-      return Invalid(context +
-                     ": a rollup's buckets start at 1970-01-01T00:00:00Z, as Timelake 0.7 "
-                     "stores them (drop the origin, or use one a whole number of widths "
-                     "from it)");
+      return Invalid(
+          context +
+          ": a rollup's buckets start at 1970-01-01T00:00:00Z, as Timelake 0.7 "
+          "stores them (drop the origin, or use one a whole number of widths "
+          "from it)");
     }
   }
   for (const auto& g : d["groups"]) def.groups.push_back(g.get<std::string>());
   std::set<std::string> names;
   for (const auto& c : d["columns"]) names.insert(c.get<std::string>());
   auto has = [&](const std::string& f, const std::optional<std::string>& c) {
-    return std::any_of(def.aggregates.begin(), def.aggregates.end(),
-                       [&](const RollupAggregate& a) {
-                         return a.function == f && a.column == c;
-                       });
+    return std::any_of(
+        def.aggregates.begin(), def.aggregates.end(),
+        [&](const RollupAggregate& a) { return a.function == f && a.column == c; });
   };
   for (const auto& a : d["aggregates"]) {
     RollupAggregate agg;
@@ -542,7 +546,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Answer(const std::strin
   TIMELAKE_ASSIGN_OR_RAISE(auto n, names.Finish());
   TIMELAKE_ASSIGN_OR_RAISE(auto c, counts.Finish());
   return arrow::RecordBatchReader::Make({arrow::RecordBatch::Make(schema, 1, {n, c})},
-                                       schema);
+                                        schema);
 }
 
 }  // namespace
@@ -578,7 +582,8 @@ arrow::Status DropTable(const std::shared_ptr<LakeState>& lake, const TableName&
       auto raw = TableName::Parse((*def)->source);
       if (raw.ok()) {
         auto st = ChangeList(lake, *raw, name.ToString(), false);
-        if (!st.ok() && KindOf(st) != ErrorKind::kNotFound) return WithContext(st, context);
+        if (!st.ok() && KindOf(st) != ErrorKind::kNotFound)
+          return WithContext(st, context);
       }
     }
     for (const auto& r : read::RollupNamesOf((*state)->metadata)) {
@@ -599,8 +604,9 @@ void DescribeRollups(const TableState& table, TableInfo* info) {
     TableInfo::Rollup r;
     r.name = n;
     auto name = TableName::Parse(n);
-    auto state = name.ok() ? internal::LoadTableState(table.lake, *name)
-                           : arrow::Result<std::shared_ptr<const TableState>>(name.status());
+    auto state = name.ok()
+                     ? internal::LoadTableState(table.lake, *name)
+                     : arrow::Result<std::shared_ptr<const TableState>>(name.status());
     if (!state.ok()) {
       r.problem = state.status().message();
       info->rollups.push_back(std::move(r));
@@ -608,7 +614,8 @@ void DescribeRollups(const TableState& table, TableInfo* info) {
     }
     auto d = read::RollupDefinitionOf(**state);
     if (d.ok() && *d) r.bucket = (*d)->bucket.ToText();
-    if (const auto* s = (*state)->metadata.CurrentSnapshot()) r.refreshed_ms = s->timestamp_ms;
+    if (const auto* s = (*state)->metadata.CurrentSnapshot())
+      r.refreshed_ms = s->timestamp_ms;
     auto source = read::RollupSourceOf(**state);
     if (!source) {
       r.problem = "never refreshed";
@@ -628,8 +635,9 @@ void DescribeRollups(const TableState& table, TableInfo* info) {
         ++r.behind;
       }
       if (!found) {
-        r.problem = "its source snapshot is not in the table's history: the next refresh "
-                    "recomputes it";
+        r.problem =
+            "its source snapshot is not in the table's history: the next refresh "
+            "recomputes it";
       }
     }
     info->rollups.push_back(std::move(r));
