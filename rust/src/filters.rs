@@ -29,7 +29,10 @@ fn translate_conjunct(expr: &Expr, schema: &Schema) -> Vec<Value> {
         // DataFusion rewrites short IN lists into `c = a OR c = b`.
         Expr::BinaryExpr(BinaryExpr {
             op: Operator::Or, ..
-        }) => disjunction_as_in_list(expr, schema).into_iter().collect(),
+        }) => disjunction_as_in_list(expr, schema)
+            .or_else(|| disjunction_as_any(expr, schema))
+            .into_iter()
+            .collect(),
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             if let (Some(column), Some(value)) = (column_of(left, schema), literal_of(right)) {
                 comparison(&column, *op, value).into_iter().collect()
@@ -152,6 +155,27 @@ fn disjunction_as_in_list(expr: &Expr, schema: &Schema) -> Option<Value> {
     }
     let column = column?;
     (!values.is_empty()).then(|| json!({"column": column, "op": "in", "values": values}))
+}
+
+/// `(a AND b) OR (c AND d) OR …`, each disjunct translated in full, is
+/// `{"op": "any", "of": [[a, b], [c, d], …]}`: a file may match when it may
+/// match all filters of one group. A disjunct with no translation could
+/// match any file, and then so could the whole.
+fn disjunction_as_any(expr: &Expr, schema: &Schema) -> Option<Value> {
+    let mut disjuncts = Vec::new();
+    collect_disjuncts(expr, &mut disjuncts);
+    let mut groups = Vec::with_capacity(disjuncts.len());
+    for disjunct in disjuncts {
+        let group: Vec<Value> = split_conjunction(disjunct)
+            .into_iter()
+            .flat_map(|c| translate_conjunct(c, schema))
+            .collect();
+        if group.is_empty() {
+            return None;
+        }
+        groups.push(Value::Array(group));
+    }
+    Some(json!({"op": "any", "of": groups}))
 }
 
 fn collect_disjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {

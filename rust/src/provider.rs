@@ -42,6 +42,12 @@ use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::Store;
 
+/// Schema metadata keys C++ sets on a table's schema in `table_schema`
+/// (taken off before DataFusion sees the schema): the time column, and
+/// whether the table has rollups (`timelake.rollups`, not empty).
+pub const TIME_COLUMN_KEY: &str = "timelake.time-column";
+pub const ROLLUPS_KEY: &str = "timelake.rollups";
+
 /// One table of the catalog, as resolved for one query.
 #[derive(Debug)]
 pub struct TimelakeTable {
@@ -50,9 +56,13 @@ pub struct TimelakeTable {
     schema: SchemaRef,
     callbacks: Arc<Callbacks>,
     store: Arc<Store>,
+    time_column: Option<String>,
+    has_rollups: bool,
 }
 
 impl TimelakeTable {
+    /// A table whose schema `table_schema` answered: the metadata keys above
+    /// are read and removed.
     pub fn new(
         schema_name: String,
         table_name: String,
@@ -60,13 +70,76 @@ impl TimelakeTable {
         callbacks: Arc<Callbacks>,
         store: Arc<Store>,
     ) -> Self {
+        let mut metadata = schema.metadata().clone();
+        let time_column = metadata.remove(TIME_COLUMN_KEY).filter(|t| !t.is_empty());
+        let has_rollups = metadata
+            .remove(ROLLUPS_KEY)
+            .is_some_and(|r| !r.trim().is_empty());
+        let schema = if metadata.len() == schema.metadata().len() {
+            schema
+        } else {
+            Arc::new(ArrowSchema::new_with_metadata(
+                schema.fields().clone(),
+                metadata,
+            ))
+        };
         Self {
             schema_name,
             table_name,
             schema,
             callbacks,
             store,
+            time_column,
+            has_rollups,
         }
+    }
+
+    pub fn schema_name(&self) -> &str {
+        &self.schema_name
+    }
+
+    pub fn table_name(&self) -> &str {
+        &self.table_name
+    }
+
+    /// The table's time column (none: not a time-series table).
+    pub fn time_column(&self) -> Option<String> {
+        self.time_column.clone()
+    }
+
+    /// Whether the table lists rollups (`timelake.rollups`).
+    pub fn has_rollups(&self) -> bool {
+        self.has_rollups
+    }
+
+    /// Another table of the same catalog (a rollup of this one), or `None`
+    /// when it does not exist.
+    pub(crate) fn sibling(&self, schema_name: &str, table_name: &str) -> TlResult<Option<Self>> {
+        let schema =
+            runtime::call_blocking_sync(|| self.callbacks.table_schema(schema_name, table_name))?;
+        Ok(schema.map(|schema| {
+            Self::new(
+                schema_name.to_string(),
+                table_name.to_string(),
+                schema,
+                Arc::clone(&self.callbacks),
+                Arc::clone(&self.store),
+            )
+        }))
+    }
+
+    /// What C++ knows of this table's rollups for routing (the `rollups`
+    /// request of `plan_scan`, JSON documented in timelake_platform.h).
+    pub(crate) fn rollups(
+        &self,
+        settings: &std::collections::BTreeMap<String, String>,
+    ) -> TlResult<String> {
+        let request = json!({"rollups": {}, "settings": settings}).to_string();
+        let answer = runtime::call_blocking_sync(|| {
+            self.callbacks
+                .plan_scan(&self.schema_name, &self.table_name, &request)
+        })?;
+        Ok(answer.text)
     }
 
     /// The `plan_scan` request (format documented in the header).

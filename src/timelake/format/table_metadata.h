@@ -112,6 +112,10 @@ inline constexpr char kTotalPositionDeletes[] = "total-position-deletes";
 inline constexpr char kTotalEqualityDeletes[] = "total-equality-deletes";
 inline constexpr char kBatchId[] = "timelake.batch-id";
 inline constexpr char kLastValueIndex[] = "timelake.last-value-index";
+// On a rollup table's snapshots: the raw table's snapshot and sequence
+// number whose rows it reflects (Timelake 0.7's keys).
+inline constexpr char kRollupSourceSnapshot[] = "timelake.rollup-source-snapshot";
+inline constexpr char kRollupSourceSequence[] = "timelake.rollup-source-sequence";
 }  // namespace summary
 
 // Reads an integer summary value (0 when absent or malformed).
