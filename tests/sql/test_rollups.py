@@ -391,3 +391,26 @@ def test_rollups_of_rollups_refresh_after_the_rollup_they_read(small):
     got = lake.sql("SELECT device, day, mx FROM iot.r_1h_1d").to_pylist()
     key = lambda r: (r["device"], r["day"])  # noqa: E731
     assert sorted(got, key=key) == sorted(want, key=key)
+
+
+def test_a_long_refresh_commits_a_partition_at_a_time(small):
+    """A rollup of 15-minute buckets is partitioned by day: its first refresh
+    over two days of rows writes one commit per day, and only the last one
+    records the raw snapshot it reflects (until then queries read raw data)."""
+    wh, lake = small
+    lake.sql("CREATE MATERIALIZED ROLLUP iot.r_15m AS SELECT device, "
+             "time_bucket(INTERVAL '15 minutes', time) AS bucket, count(*), max(temp) "
+             "FROM iot.r GROUP BY device, bucket")
+    import subprocess
+    import json as js
+    import os
+    binary = os.environ.get("TIMELAKE_BIN", "build/release/timelake")
+    snaps = js.loads(subprocess.run(
+        [binary, "-w", wh, "info", "iot.r_15m", "--snapshots", "--format", "json"],
+        capture_output=True, text=True, check=True).stdout)
+    assert len(snaps) >= 2, snaps
+    sql = ("SELECT device, time_bucket(INTERVAL '1 hour', time) AS b, count(*) AS n, "
+           "max(temp) AS m FROM iot.r GROUP BY device, b")
+    raw = timelake.Lake(wh, settings={"timelake.rollup_routing": "false"})
+    assert rows_of(lake.sql(sql), ["device", "b"]) == rows_of(raw.sql(sql), ["device", "b"])
+    assert "r_15m" in "\n".join(lake.sql("EXPLAIN " + sql).column("plan").to_pylist())

@@ -3,6 +3,8 @@
 #include "timelake/rollup/rollup.h"
 
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <set>
 
 #include <arrow/api.h>
@@ -10,6 +12,8 @@
 
 #include "timelake/commit/commit.h"
 #include "timelake/commit/tables.h"
+#include "timelake/format/bounds.h"
+#include "timelake/format/schema.h"
 #include "timelake/maintain/maintain.h"
 #include "timelake/read/rollups.h"
 #include "timelake/read/session.h"
@@ -175,6 +179,68 @@ arrow::Result<RollupDefinition> DefinitionOf(const TableState& table,
   return **def;
 }
 
+// The time range of a table's rows, from its live files' bounds on the
+// time column; nullopt when a file has none.
+std::optional<std::pair<int64_t, int64_t>> TimeBounds(const TableState& table) {
+  if (!table.contract.time_column) return std::nullopt;
+  const auto field = table.schema->GetFieldByName(*table.contract.time_column);
+  if (field == nullptr) return std::nullopt;
+  const std::optional<int> field_id = format::FieldId(*field);
+  if (!field_id.has_value()) return std::nullopt;
+  const int id = *field_id;
+  auto files = internal::ListLiveFiles(table);
+  if (!files.ok() || files->empty()) return std::nullopt;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& f : *files) {
+    auto l = f.data_file.lower_bounds.find(id);
+    auto h = f.data_file.upper_bounds.find(id);
+    if (l == f.data_file.lower_bounds.end() || h == f.data_file.upper_bounds.end()) {
+      return std::nullopt;
+    }
+    auto a = format::DecodeInt64(l->second);
+    auto b = format::DecodeInt64(h->second);
+    if (!a.ok() || !b.ok()) return std::nullopt;
+    lo = std::min(lo, *a);
+    hi = std::max(hi, *b + 1);
+  }
+  return std::make_pair(lo, hi);
+}
+
+// `ranges` (aligned to `bucket`) cut into the pieces one commit each
+// recomputes: the parts in one partition of the rollup (widened to whole
+// buckets, at least one). Unbounded ends are bounded by the raw table's
+// rows first; when they cannot be, that range is one piece.
+std::vector<std::vector<TimeRange>> Pieces(const std::vector<TimeRange>& ranges,
+                                           const Bucket& bucket, Chunk chunk,
+                                           const TableState& raw) {
+  std::map<int64_t, std::vector<TimeRange>> by_partition;
+  std::vector<std::vector<TimeRange>> unbounded;
+  std::optional<std::optional<std::pair<int64_t, int64_t>>> bounds;
+  for (TimeRange r : ranges) {
+    if (!r.lo || !r.hi) {
+      if (!bounds) bounds = TimeBounds(raw);
+      if (!*bounds) {
+        unbounded.push_back({r});
+        continue;
+      }
+      if (!r.lo) r.lo = bucket.Floor((*bounds)->first);
+      if (!r.hi) r.hi = bucket.Ceil((*bounds)->second);
+      if (*r.lo >= *r.hi) continue;
+    }
+    for (int64_t t = *r.lo; t < *r.hi;) {
+      const int32_t p = write::PartitionOf(t, chunk);
+      const int64_t partition_end = internal::PartitionRange(p, chunk).second;
+      const int64_t end =
+          std::min(*r.hi, std::max(bucket.Ceil(partition_end), bucket.Next(t)));
+      by_partition[p].push_back({t, end});
+      t = end;
+    }
+  }
+  std::vector<std::vector<TimeRange>> out = std::move(unbounded);
+  for (auto& [p, piece] : by_partition) out.push_back(std::move(piece));
+  return out;
+}
+
 }  // namespace
 
 arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
@@ -249,54 +315,66 @@ arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
     rollup = *after;
   }
 
-  // The buckets' rows as the raw snapshot has them.
-  const std::string sql = RefreshSql(def, *source_name, *raw_time, compute);
-  auto reader = internal::QueryAt(*raw, sql, context);
-  if (!reader.ok()) return reader.status();
+  // The buckets' rows as the raw snapshot has them, a commit per piece of
+  // the time axis (a partition of the rollup, widened to whole buckets), so
+  // that a rebuild of years writes commits of bounded size. Only the last
+  // commit records the raw snapshot: until then the rollup says it reflects
+  // what it did, and the new rows are in ranges dirty for that.
   TIMELAKE_ASSIGN_OR_RAISE(auto layout, internal::LayoutOf(*rollup));
-  write::ChunkedWriter writer(*lake->store, rollup->table_key + "/data", layout,
-                              AppendOptions{}.buffer_rows, *lake->clock);
-  for (;;) {
-    std::shared_ptr<arrow::RecordBatch> batch;
-    TIMELAKE_RETURN_NOT_OK((*reader)->ReadNext(&batch));
-    if (batch == nullptr) break;
-    if (auto st = writer.Add(batch); !st.ok()) return WithContext(st, context);
-  }
-  TIMELAKE_ASSIGN_OR_RAISE(auto written, writer.Finish());
-  for (const auto& f : written.files) {
-    if (f.footer != nullptr) lake->footers.Put(f.key, f.footer);
-  }
-
-  // One commit: the rows, and the snapshot they reflect.
-  internal::Replacement change;
-  change.operation = "append";
-  change.added = written.files;
-  change.added_sequence_number = internal::Replacement::kCommitSequence;
-  change.summary[format::summary::kRollupSourceSnapshot] =
-      std::to_string(raw_snapshot->snapshot_id);
-  change.summary[format::summary::kRollupSourceSequence] =
-      std::to_string(raw_snapshot->sequence_number);
-  auto latest = written.latest;
-  const auto contract = rollup->contract;
-  const auto schema = rollup->schema;
-  change.index_at =
-      [latest, contract, schema](
-          const TableState& base) -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
-    std::shared_ptr<arrow::RecordBatch> previous;
-    if (const auto* s = base.metadata.CurrentSnapshot()) {
-      if (auto uri = internal::LviUri(*s)) {
-        auto index = internal::ReadLvi(base, *uri);
-        if (index.ok()) previous = *index;
+  const auto pieces = Pieces(compute, def.bucket, layout.chunk, **raw);
+  for (size_t i = 0; i < std::max<size_t>(pieces.size(), 1); ++i) {
+    const bool last = i + 1 >= pieces.size();
+    std::optional<write::WriteOutput> written;
+    if (!pieces.empty()) {
+      const std::string sql = RefreshSql(def, *source_name, *raw_time, pieces[i]);
+      auto reader = internal::QueryAt(*raw, sql, context);
+      if (!reader.ok()) return reader.status();
+      write::ChunkedWriter writer(*lake->store, rollup->table_key + "/data", layout,
+                                  AppendOptions{}.buffer_rows, *lake->clock);
+      for (;;) {
+        std::shared_ptr<arrow::RecordBatch> batch;
+        TIMELAKE_RETURN_NOT_OK((*reader)->ReadNext(&batch));
+        if (batch == nullptr) break;
+        if (auto st = writer.Add(batch); !st.ok()) return WithContext(st, context);
+      }
+      TIMELAKE_ASSIGN_OR_RAISE(written, writer.Finish());
+      for (const auto& f : written->files) {
+        if (f.footer != nullptr) lake->footers.Put(f.key, f.footer);
       }
     }
-    return internal::MergeLvi(previous, latest, contract, *schema);
-  };
-  auto committed = internal::CommitReplacement(rollup, change, step, context);
-  if (!committed.ok()) {
-    for (const auto& f : written.files) (void)lake->store->Delete(f.key);
-    return committed.status();
+    internal::Replacement change;
+    change.operation = "append";
+    if (written) change.added = written->files;
+    change.added_sequence_number = internal::Replacement::kCommitSequence;
+    if (last) {
+      change.summary[format::summary::kRollupSourceSnapshot] =
+          std::to_string(raw_snapshot->snapshot_id);
+      change.summary[format::summary::kRollupSourceSequence] =
+          std::to_string(raw_snapshot->sequence_number);
+    }
+    auto latest = written ? written->latest : nullptr;
+    const auto contract = rollup->contract;
+    const auto schema = rollup->schema;
+    change.index_at = [latest, contract, schema](const TableState& base)
+        -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+      std::shared_ptr<arrow::RecordBatch> previous;
+      if (const auto* s = base.metadata.CurrentSnapshot()) {
+        if (auto uri = internal::LviUri(*s)) {
+          auto index = internal::ReadLvi(base, *uri);
+          if (index.ok()) previous = *index;
+        }
+      }
+      return internal::MergeLvi(previous, latest, contract, *schema);
+    };
+    if (!last && change.added.empty()) continue;  // nothing to record yet
+    auto committed = internal::CommitReplacement(rollup, change, step, context);
+    if (!committed.ok()) {
+      for (const auto& f : change.added) (void)lake->store->Delete(f.key);
+      return committed.status();
+    }
+    rollup = *committed;
+    if (written) report.rows += written->rows;
   }
-  report.rows = written.rows;
   report.source_snapshot_id = raw_snapshot->snapshot_id;
   return report;
 }
