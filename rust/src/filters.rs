@@ -406,14 +406,23 @@ mod tests {
     }
 
     #[test]
-    fn conjunctions_split_and_disjunctions_dropped() {
+    fn conjunctions_split_and_disjunctions_become_any() {
         let expr = col("x")
             .gt(lit(1i32))
             .and(col("s").eq(lit("a")).or(col("x").eq(lit(2i32))))
             .and(col("d").is_not_null());
         let out = one(expr);
-        assert_eq!(out.len(), 2);
-        assert_eq!(out[1], json!({"column": "d", "op": "is_not_null"}));
+        assert_eq!(out.len(), 3);
+        assert_eq!(
+            out[1],
+            json!({"op": "any", "of": [
+                [{"column": "s", "op": "eq", "value": {"type": "string", "v": "a"}}],
+                [{"column": "x", "op": "eq", "value": {"type": "int", "v": 2}}]]})
+        );
+        assert_eq!(out[2], json!({"column": "d", "op": "is_not_null"}));
+        // A disjunct without a translation could match any file: no filter.
+        let opaque = col("s").eq(lit("a")).or(col("s").like(lit("b%")));
+        assert!(one(opaque).is_empty());
     }
 
     #[test]
@@ -427,7 +436,8 @@ mod tests {
                 {"type": "int", "v": 1}, {"type": "int", "v": 2}]})]
         );
         assert!(one(col("x").in_list(vec![lit(1i32)], true)).is_empty());
-        // ORs of equalities on one column are IN lists; other ORs are dropped.
+        // ORs of equalities on one column are IN lists; other ORs are "any"
+        // groups.
         assert_eq!(
             one(col("s")
                 .eq(lit("a"))
@@ -436,8 +446,12 @@ mod tests {
             vec![json!({"column": "s", "op": "in", "values": [
                 {"type": "string", "v": "a"}, {"type": "string", "v": "b"}, {"type": "string", "v": "c"}]})]
         );
-        assert!(one(col("s").eq(lit("a")).or(col("x").eq(lit(1i32)))).is_empty());
-        assert!(one(col("s").eq(lit("a")).or(col("s").gt(lit("b")))).is_empty());
+        assert_eq!(
+            one(col("s").eq(lit("a")).or(col("s").gt(lit("b")))),
+            vec![json!({"op": "any", "of": [
+                [{"column": "s", "op": "eq", "value": {"type": "string", "v": "a"}}],
+                [{"column": "s", "op": "gt", "value": {"type": "string", "v": "b"}}]]})]
+        );
         assert_eq!(one(col("x").between(lit(1i32), lit(9i32))).len(), 2);
         assert_eq!(
             one(col("s").is_null()),
