@@ -15,6 +15,7 @@ by path (Iceberg's hadoop catalog over the warehouse) and by name through
 import datetime as dt
 import json
 import os
+import signal
 import threading
 
 import pyarrow as pa
@@ -43,9 +44,16 @@ def server(warehouse):
 
 @pytest.fixture(scope="module")
 def spark(server, warehouse):
+    # PySpark installs its own SIGINT handler (cancel the running jobs) and
+    # leaves it behind when the session stops; later tests that interrupt a
+    # query with SIGINT need Python's own back.
+    sigint = signal.getsignal(signal.SIGINT)
     session = spark_session(server.url, warehouse)
-    yield session
-    session.stop()
+    try:
+        yield session
+    finally:
+        session.stop()
+        signal.signal(signal.SIGINT, sigint)
 
 
 def rows(spec):
