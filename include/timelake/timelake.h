@@ -138,6 +138,12 @@ struct RollupRefreshReport {
   // Why it failed ("" when it did not); the rollup then reflects what it
   // did before, and queries read the rest from raw data.
   std::string error;
+  // Inline maintenance of the rollup table after the refresh, as after an
+  // append (unless the rollup's timelake.auto-maintain is false): files it
+  // rewrote, and why it failed ("" when it did not); the refresh stands
+  // either way.
+  int64_t files_rewritten = 0;
+  std::string maintenance_error;
 };
 
 // Options for Table::Append.

@@ -74,6 +74,8 @@ nb::list RollupsList(const std::vector<RollupRefreshReport>& reports) {
     d["rebuilt"] = r.rebuilt;
     d["source_snapshot_id"] = r.source_snapshot_id;
     if (!r.error.empty()) d["error"] = r.error;
+    d["files_rewritten"] = r.files_rewritten;
+    if (!r.maintenance_error.empty()) d["maintenance_error"] = r.maintenance_error;
     out.append(d);
   }
   return out;
@@ -425,9 +427,10 @@ std::pair<Table, nb::dict> Append(const Table& table, nb::handle data,
 std::pair<Table, nb::dict> Maintain(const Table& table, bool retention, bool compact,
                                     bool expire, bool clean_orphans,
                                     std::optional<int64_t> orphan_age_ms,
-                                    int max_commit_attempts) {
+                                    int max_commit_attempts, bool rollups) {
   MaintainOptions options;
   options.max_commit_attempts = max_commit_attempts;
+  options.refresh_rollups = rollups ? RollupRefresh::kAll : RollupRefresh::kNone;
   options.retention = retention;
   options.compact = compact;
   options.expire = expire;
@@ -525,7 +528,7 @@ NB_MODULE(_timelake, m) {
            "Appends Arrow data; returns the new version and the statistics.")
       .def("maintain", &Maintain, "retention"_a = true, "compact"_a = true,
            "expire"_a = true, "clean_orphans"_a = true, "orphan_age_ms"_a = nb::none(),
-           "max_commit_attempts"_a = 20,
+           "max_commit_attempts"_a = 20, "rollups"_a = true,
            "Runs maintenance; returns the new version and the report.");
 
   nb::class_<PyLake>(m, "Lake", "A warehouse and its SQL session.")

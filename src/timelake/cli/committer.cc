@@ -92,6 +92,12 @@ void AddAppend(const AppendResult& result, int64_t given,
               << result.maintenance_error << std::endl;
   }
   for (const auto& r : result.rollups) {
+    if (!r.maintenance_error.empty()) {
+      std::cerr << "timelake: warning: compacting rollup " << r.rollup
+                << " after its refresh failed (the refresh stands; `timelake maintain` "
+                   "retries it): "
+                << r.maintenance_error << std::endl;
+    }
     if (r.error.empty()) continue;
     // Queries stay right (they read what the rollup lacks from raw data).
     std::cerr << "timelake: warning: refreshing rollup " << r.rollup

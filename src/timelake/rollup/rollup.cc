@@ -322,6 +322,7 @@ arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
   // what it did, and the new rows are in ranges dirty for that.
   TIMELAKE_ASSIGN_OR_RAISE(auto layout, internal::LayoutOf(*rollup));
   const auto pieces = Pieces(compute, def.bucket, layout.chunk, **raw);
+  std::set<std::optional<int32_t>> touched;
   for (size_t i = 0; i < std::max<size_t>(pieces.size(), 1); ++i) {
     const bool last = i + 1 >= pieces.size();
     std::optional<write::WriteOutput> written;
@@ -374,8 +375,21 @@ arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
     }
     rollup = *committed;
     if (written) report.rows += written->rows;
+    for (const auto& f : change.added) touched.insert(f.partition);
   }
   report.source_snapshot_id = raw_snapshot->snapshot_id;
+
+  // Each refresh adds a file per touched partition, whose buckets overlap the
+  // previous one's: without the tidying an append gets, a rollup refreshed
+  // every few seconds soon has hundreds of files to merge on every read.
+  const settings::Resolver by_rollup(nullptr, nullptr, &rollup->metadata.properties);
+  if (!touched.empty() && by_rollup.GetBool("auto-maintain").ValueOr(true)) {
+    MaintainReport maintained;
+    auto after = internal::MaintainAfterAppend(rollup, touched, step.max_commit_attempts,
+                                               &maintained);
+    report.files_rewritten = maintained.files_rewritten;
+    if (!after.ok()) report.maintenance_error = after.status().message();
+  }
   return report;
 }
 
