@@ -163,37 +163,35 @@ def queries(hosts, start_us, end_us):
             "sql": f"SELECT time_bucket(INTERVAL '1 hour', time) AS hour, hostname, "
                    f"avg(usage_user) AS mean_usage_user FROM {TABLE} WHERE time >= {ts(a)} "
                    f"AND time < {ts(b)} GROUP BY 1, 2"}]
-    a, b = window("double-groupby-all", 12)
-    out.append({"name": "double-groupby-all",
-                "sql": "SELECT time_bucket(INTERVAL '1 hour', time) AS hour, hostname, "
-                       + ", ".join(f"avg({m}) AS mean_{m}" for m in METRICS)
-                       + f" FROM {TABLE} WHERE time >= {ts(a)} AND time < {ts(b)} "
-                         "GROUP BY 1, 2"})
-    a, b = window("cpu-max-all-8", 8)
+    def groupby_all(a, b):
+        return ("SELECT time_bucket(INTERVAL '1 hour', time) AS hour, hostname, "
+                + ", ".join(f"avg({m}) AS mean_{m}" for m in METRICS)
+                + f" FROM {TABLE} WHERE time >= {ts(a)} AND time < {ts(b)} GROUP BY 1, 2")
+
     hosts = ", ".join(f"'host_{i}'" for i in range(8))
-    out.append({"name": "cpu-max-all-8",
-                "sql": "SELECT time_bucket(INTERVAL '1 hour', time) AS hour, "
-                       + ", ".join(f"max({m}) AS max_{m}" for m in METRICS)
-                       + f" FROM {TABLE} WHERE hostname IN ({hosts}) AND time >= {ts(a)} "
-                         f"AND time < {ts(b)} GROUP BY 1"})
+
+    def max_all_8(a, b):
+        return ("SELECT time_bucket(INTERVAL '1 hour', time) AS hour, "
+                + ", ".join(f"max({m}) AS max_{m}" for m in METRICS)
+                + f" FROM {TABLE} WHERE hostname IN ({hosts}) AND time >= {ts(a)} "
+                  f"AND time < {ts(b)} GROUP BY 1")
+
+    def on_the_hour(name, hours):
+        a, _ = window(name, hours)
+        a -= a % HOUR_US
+        return a, a + hours * HOUR_US
+
+    out.append({"name": "double-groupby-all",
+                "sql": groupby_all(*window("double-groupby-all", 12))})
+    out.append({"name": "cpu-max-all-8", "sql": max_all_8(*window("cpu-max-all-8", 8))})
     # Dashboards ask for whole buckets: the same two queries over windows that
     # start on the hour, which a rollup answers without reading raw data (the
     # TSBS windows above start mid-hour: the partial first and last hours come
     # from raw files, which, sorted by host then time, are read whole).
-    a, b = window("double-groupby-all", 12)
-    a -= a % HOUR_US
     out.append({"name": "double-groupby-all, on the hour",
-                "sql": "SELECT time_bucket(INTERVAL '1 hour', time) AS hour, hostname, "
-                       + ", ".join(f"avg({m}) AS mean_{m}" for m in METRICS)
-                       + f" FROM {TABLE} WHERE time >= {ts(a)} AND time < {ts(a + 12 * HOUR_US)} "
-                         "GROUP BY 1, 2"})
-    a, b = window("cpu-max-all-8", 8)
-    a -= a % HOUR_US
+                "sql": groupby_all(*on_the_hour("double-groupby-all", 12))})
     out.append({"name": "cpu-max-all-8, on the hour",
-                "sql": "SELECT time_bucket(INTERVAL '1 hour', time) AS hour, "
-                       + ", ".join(f"max({m}) AS max_{m}" for m in METRICS)
-                       + f" FROM {TABLE} WHERE hostname IN ({hosts}) AND time >= {ts(a)} "
-                         f"AND time < {ts(a + 8 * HOUR_US)} GROUP BY 1"})
+                "sql": max_all_8(*on_the_hour("cpu-max-all-8", 8))})
     out.append({"name": "daily-per-host",
                 "sql": "SELECT hostname, time_bucket(INTERVAL '1 day', time) AS day, "
                        "max(usage_user) AS mx, avg(usage_user) AS mean, count(*) AS n "
