@@ -206,10 +206,13 @@ std::optional<RollupSource> RollupSourceOf(const internal::TableState& rollup) {
   return std::nullopt;
 }
 
-namespace {
+std::optional<int> TimeColumnId(const internal::TableState& table) {
+  if (!table.contract.time_column) return std::nullopt;
+  auto field = table.schema->GetFieldByName(*table.contract.time_column);
+  if (field == nullptr) return std::nullopt;
+  return format::FieldId(*field);
+}
 
-// The time range of a data file: its bounds on the time column, else the
-// whole axis.
 TimeRange RangeOf(const format::DataFile& file, std::optional<int> time_id) {
   TimeRange r;
   if (!time_id) return r;
@@ -223,6 +226,8 @@ TimeRange RangeOf(const format::DataFile& file, std::optional<int> time_id) {
   r.hi = *h + 1;
   return r;
 }
+
+namespace {
 
 // Sorted, overlapping and touching ranges joined.
 std::vector<TimeRange> Merged(std::vector<TimeRange> ranges) {
@@ -282,12 +287,7 @@ arrow::Result<Changes> ChangesSince(const internal::TableState& raw,
     auto it = Cache().entries.find(cache_key);
     if (it != Cache().entries.end()) return it->second;
   }
-  std::optional<int> time_id;
-  if (raw.contract.time_column) {
-    if (auto field = raw.schema->GetFieldByName(*raw.contract.time_column)) {
-      time_id = format::FieldId(*field);
-    }
-  }
+  const std::optional<int> time_id = TimeColumnId(raw);
   const format::Snapshot* src = m.FindSnapshot(source.snapshot_id);
   // The snapshots since the source, newest first, when the current one
   // descends from it.

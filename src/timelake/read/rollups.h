@@ -98,6 +98,13 @@ struct TimeRange {
   std::optional<int64_t> lo, hi;
 };
 
+// The field id of a table's time column (none: no time column, or no id).
+std::optional<int> TimeColumnId(const internal::TableState& table);
+
+// The time range of a data file: its bounds on the column `time_id`, else
+// the whole axis.
+TimeRange RangeOf(const format::DataFile& file, std::optional<int> time_id);
+
 // What changed in a raw table since `source`: the time ranges of the data
 // files committed since (`added`) and of those removed since other than by
 // compaction (`removed`: deletes, retention, a rollback). A "replace"

@@ -12,8 +12,6 @@
 
 #include "timelake/commit/commit.h"
 #include "timelake/commit/tables.h"
-#include "timelake/format/bounds.h"
-#include "timelake/format/schema.h"
 #include "timelake/maintain/maintain.h"
 #include "timelake/read/rollups.h"
 #include "timelake/read/session.h"
@@ -182,26 +180,15 @@ arrow::Result<RollupDefinition> DefinitionOf(const TableState& table,
 // The time range of a table's rows, from its live files' bounds on the
 // time column; nullopt when a file has none.
 std::optional<std::pair<int64_t, int64_t>> TimeBounds(const TableState& table) {
-  if (!table.contract.time_column) return std::nullopt;
-  const auto field = table.schema->GetFieldByName(*table.contract.time_column);
-  if (field == nullptr) return std::nullopt;
-  const std::optional<int> field_id = format::FieldId(*field);
-  if (!field_id.has_value()) return std::nullopt;
-  const int id = *field_id;
   auto files = internal::ListLiveFiles(table);
   if (!files.ok() || files->empty()) return std::nullopt;
+  const std::optional<int> time_id = read::TimeColumnId(table);
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& f : *files) {
-    auto l = f.data_file.lower_bounds.find(id);
-    auto h = f.data_file.upper_bounds.find(id);
-    if (l == f.data_file.lower_bounds.end() || h == f.data_file.upper_bounds.end()) {
-      return std::nullopt;
-    }
-    auto a = format::DecodeInt64(l->second);
-    auto b = format::DecodeInt64(h->second);
-    if (!a.ok() || !b.ok()) return std::nullopt;
-    lo = std::min(lo, *a);
-    hi = std::max(hi, *b + 1);
+    const TimeRange r = read::RangeOf(f.data_file, time_id);
+    if (!r.lo || !r.hi) return std::nullopt;
+    lo = std::min(lo, *r.lo);
+    hi = std::max(hi, *r.hi);
   }
   return std::make_pair(lo, hi);
 }
