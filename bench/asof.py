@@ -6,8 +6,9 @@
 Trades and quotes of --symbols symbols over one day (random times, prices
 as random walks; generated with numpy, seeded, cached in build/bench/asof/),
 written as Parquet files, appended to Timelake tables (series key
-`symbol`, day partitions, one commit per file) and read by DuckDB from the
-same files, in this one run. Three queries, each an aggregate over the
+`symbol`, day partitions, one commit per file, `timelake.dedup=false`: like
+DuckDB's tables they keep rows with equal (symbol, time), so the answers can
+be compared exactly) and read by DuckDB from the same files, in this one run. Three queries, each an aggregate over the
 join so that the join is what is measured, not moving its rows:
 
   asof-ge    ASOF JOIN … ON t.symbol = q.symbol AND t.time >= q.time
@@ -97,7 +98,8 @@ def ingest(cli, warehouse, name, files):
     for k, f in enumerate(files):
         cmd = [cli, "-w", warehouse, "append", name, f, "--no-maintain"]
         if k == 0:
-            cmd += ["--create", "--time-column", "time", "--series-key", "symbol"]
+            cmd += ["--create", "--time-column", "time", "--series-key", "symbol",
+                    "--set", "timelake.dedup=false"]
         proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"timelake append {name} failed:\n{proc.stderr[-2000:]}")

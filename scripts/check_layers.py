@@ -33,7 +33,9 @@ STAGES = [
     "commit",
     "read",
     "maintain",
+    "rollup",
     "api",
+    "rest",
     "cli",
 ]
 TEST_ONLY = {"testing"}

@@ -55,8 +55,7 @@ use datafusion::logical_expr::logical_plan::build_join_schema;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, Extension, Filter, JoinType, LogicalPlan,
-    Operator,
-    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, UserDefinedLogicalNode,
+    Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, UserDefinedLogicalNode,
     UserDefinedLogicalNodeCore, Volatility,
 };
 use datafusion::optimizer::analyzer::AnalyzerRule;
@@ -308,7 +307,10 @@ fn is_inequality(expr: &sql::Expr) -> bool {
     matches!(
         expr,
         sql::Expr::BinaryOp {
-            op: BinaryOperator::Gt | BinaryOperator::GtEq | BinaryOperator::Lt | BinaryOperator::LtEq,
+            op: BinaryOperator::Gt
+                | BinaryOperator::GtEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq,
             ..
         }
     )
@@ -338,21 +340,26 @@ impl AsofAstRewrite<'_> {
                     sql_conjuncts(on.clone(), &mut conjuncts);
                     let (inequalities, rest): (Vec<_>, Vec<_>) =
                         conjuncts.into_iter().partition(is_inequality);
-                    let [inequality] = <[sql::Expr; 1]>::try_from(inequalities).map_err(|found| {
-                        datafusion::error::DataFusionError::Plan(format!(
-                            "ASOF JOIN: the ON condition must hold exactly one inequality \
+                    let [inequality] =
+                        <[sql::Expr; 1]>::try_from(inequalities).map_err(|found| {
+                            datafusion::error::DataFusionError::Plan(format!(
+                                "ASOF JOIN: the ON condition must hold exactly one inequality \
                              (>=, >, <= or <) between the two sides, found {}{}",
-                            found.len(),
-                            if found.is_empty() {
-                                String::new()
-                            } else {
-                                format!(
-                                    ": {}",
-                                    found.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ")
-                                )
-                            }
-                        ))
-                    })?;
+                                found.len(),
+                                if found.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(
+                                        ": {}",
+                                        found
+                                            .iter()
+                                            .map(|e| e.to_string())
+                                            .collect::<Vec<_>>()
+                                            .join(", ")
+                                    )
+                                }
+                            ))
+                        })?;
                     (m == LEFT_MARK, inequality, rest)
                 }
                 _ => {
@@ -458,7 +465,8 @@ fn marker_arg(expr: &Expr) -> Option<&Expr> {
 }
 
 fn contains_marker(expr: &Expr) -> bool {
-    expr.exists(|e| Ok(marker_arg(e).is_some())).unwrap_or(false)
+    expr.exists(|e| Ok(marker_arg(e).is_some()))
+        .unwrap_or(false)
 }
 
 // --- 2. the logical node ------------------------------------------------------
@@ -480,8 +488,20 @@ pub struct AsofJoin {
 
 impl PartialOrd for AsofJoin {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        (&self.left, &self.right, &self.on, &self.left_time, &self.right_time)
-            .partial_cmp(&(&other.left, &other.right, &other.on, &other.left_time, &other.right_time))
+        (
+            &self.left,
+            &self.right,
+            &self.on,
+            &self.left_time,
+            &self.right_time,
+        )
+            .partial_cmp(&(
+                &other.left,
+                &other.right,
+                &other.on,
+                &other.left_time,
+                &other.right_time,
+            ))
     }
 }
 
@@ -500,7 +520,11 @@ impl AsofJoin {
         } else {
             JoinType::Inner
         };
-        let schema = Arc::new(build_join_schema(left.schema(), right.schema(), &join_type)?);
+        let schema = Arc::new(build_join_schema(
+            left.schema(),
+            right.schema(),
+            &join_type,
+        )?);
         Ok(Self {
             left,
             right,
@@ -552,7 +576,11 @@ impl UserDefinedLogicalNodeCore for AsofJoin {
         )
     }
 
-    fn with_exprs_and_inputs(&self, mut exprs: Vec<Expr>, mut inputs: Vec<LogicalPlan>) -> Result<Self> {
+    fn with_exprs_and_inputs(
+        &self,
+        mut exprs: Vec<Expr>,
+        mut inputs: Vec<LogicalPlan>,
+    ) -> Result<Self> {
         if inputs.len() != 2 || exprs.len() != 2 * self.on.len() + 2 {
             return plan_err!("AsofJoin: wrong number of inputs or expressions");
         }
@@ -579,7 +607,11 @@ impl UserDefinedLogicalNodeCore for AsofJoin {
     /// The output columns asked for, plus what the keys and times read.
     fn necessary_children_exprs(&self, output_columns: &[usize]) -> Option<Vec<Vec<usize>>> {
         let n_left = self.left.schema().fields().len();
-        let mut left: Vec<usize> = output_columns.iter().copied().filter(|&i| i < n_left).collect();
+        let mut left: Vec<usize> = output_columns
+            .iter()
+            .copied()
+            .filter(|&i| i < n_left)
+            .collect();
         let mut right: Vec<usize> = output_columns
             .iter()
             .filter(|&&i| i >= n_left)
@@ -676,7 +708,9 @@ impl AnalyzerRule for AsofJoinRule {
                     let op = AsofOp::from_operator(*op)?;
                     time = Some(match (side_of(left, ls, rs), side_of(right, ls, rs)) {
                         (Side::Left, Side::Right) => ((**left).clone(), op, (**right).clone()),
-                        (Side::Right, Side::Left) => ((**right).clone(), op.flipped(), (**left).clone()),
+                        (Side::Right, Side::Left) => {
+                            ((**right).clone(), op.flipped(), (**left).clone())
+                        }
                         _ => {
                             return plan_err!(
                                 "ASOF JOIN: the inequality must compare an expression of the left \
@@ -715,7 +749,10 @@ impl AnalyzerRule for AsofJoinRule {
             let Some((left_time, op, right_time)) = time else {
                 return plan_err!("ASOF JOIN: no inequality in the ON condition");
             };
-            for (l, r) in on.iter().chain(std::iter::once(&(left_time.clone(), right_time.clone()))) {
+            for (l, r) in on
+                .iter()
+                .chain(std::iter::once(&(left_time.clone(), right_time.clone())))
+            {
                 let (lt, rt) = (l.get_type(ls)?, r.get_type(rs)?);
                 if lt != rt {
                     return plan_err!("ASOF JOIN: {l} ({lt}) and {r} ({rt}) have different types");
@@ -762,7 +799,11 @@ impl OptimizerRule for AsofFilterPushdown {
         true
     }
 
-    fn rewrite(&self, plan: LogicalPlan, _config: &dyn OptimizerConfig) -> Result<Transformed<LogicalPlan>> {
+    fn rewrite(
+        &self,
+        plan: LogicalPlan,
+        _config: &dyn OptimizerConfig,
+    ) -> Result<Transformed<LogicalPlan>> {
         let LogicalPlan::Filter(filter) = &plan else {
             return Ok(Transformed::no(plan));
         };
@@ -784,13 +825,21 @@ impl OptimizerRule for AsofFilterPushdown {
             return Ok(Transformed::no(plan));
         };
         let left_schema = join.left.schema();
-        let (down, keep): (Vec<&Expr>, Vec<&Expr>) =
-            split_conjunction(&filter.predicate).into_iter().partition(|e| {
+        let (down, keep): (Vec<&Expr>, Vec<&Expr>) = split_conjunction(&filter.predicate)
+            .into_iter()
+            .partition(|e| {
                 let columns = e.column_refs();
                 !columns.is_empty()
                     && columns.iter().all(|c| left_schema.has_column(c))
                     && !e.is_volatile()
-                    && !e.exists(|x| Ok(matches!(x, Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_)))).unwrap_or(true)
+                    && !e
+                        .exists(|x| {
+                            Ok(matches!(
+                                x,
+                                Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_)
+                            ))
+                        })
+                        .unwrap_or(true)
             });
         if down.is_empty() {
             return Ok(Transformed::no(plan));
@@ -837,7 +886,8 @@ impl ExtensionPlanner for AsofPlanner {
             return Ok(None);
         };
         let (ls, rs) = (logical_inputs[0].schema(), logical_inputs[1].schema());
-        let phys = |e: &Expr, s: &DFSchema| planner.create_physical_expr(e, s, session, planning_ctx);
+        let phys =
+            |e: &Expr, s: &DFSchema| planner.create_physical_expr(e, s, session, planning_ctx);
         let mut left_keys = Vec::new();
         let mut right_keys = Vec::new();
         for (l, r) in &join.on {

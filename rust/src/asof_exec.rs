@@ -20,7 +20,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, BooleanBufferBuilder, RecordBatch, UInt32Array};
+use arrow::array::{
+    new_null_array, Array, ArrayRef, BooleanBufferBuilder, RecordBatch, UInt32Array,
+};
 use arrow::compute::{interleave, take, SortOptions};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{OwnedRow, RowConverter, Rows, SortField};
@@ -109,7 +111,10 @@ pub struct AsofJoinExec {
 
 impl AsofJoinExec {
     /// (keys…, time), ascending, nulls first: the order both inputs need.
-    pub fn ordering_of(keys: &[Arc<dyn PhysicalExpr>], time: &Arc<dyn PhysicalExpr>) -> LexOrdering {
+    pub fn ordering_of(
+        keys: &[Arc<dyn PhysicalExpr>],
+        time: &Arc<dyn PhysicalExpr>,
+    ) -> LexOrdering {
         LexOrdering::new(
             keys.iter()
                 .chain(std::iter::once(time))
@@ -173,7 +178,11 @@ impl AsofJoinExec {
         })
     }
 
-    fn with_inputs(&self, left: Arc<dyn ExecutionPlan>, right: Arc<dyn ExecutionPlan>) -> Result<Self> {
+    fn with_inputs(
+        &self,
+        left: Arc<dyn ExecutionPlan>,
+        right: Arc<dyn ExecutionPlan>,
+    ) -> Result<Self> {
         Self::try_new(
             left,
             right,
@@ -205,7 +214,11 @@ impl DisplayAs for AsofJoinExec {
             self.op,
             self.right_time,
             keys.join(", "),
-            if self.partitioned { "partitioned" } else { "merged" }
+            if self.partitioned {
+                "partitioned"
+            } else {
+                "merged"
+            }
         )
     }
 }
@@ -236,8 +249,14 @@ impl ExecutionPlan for AsofJoinExec {
 
     fn required_input_ordering(&self) -> Vec<Option<OrderingRequirements>> {
         vec![
-            Some(OrderingRequirements::from(Self::ordering_of(&self.left_keys, &self.left_time))),
-            Some(OrderingRequirements::from(Self::ordering_of(&self.right_keys, &self.right_time))),
+            Some(OrderingRequirements::from(Self::ordering_of(
+                &self.left_keys,
+                &self.left_time,
+            ))),
+            Some(OrderingRequirements::from(Self::ordering_of(
+                &self.right_keys,
+                &self.right_time,
+            ))),
         ]
     }
 
@@ -291,14 +310,25 @@ impl ExecutionPlan for AsofJoinExec {
         }
     }
 
-    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
         let left = self.left.execute(partition, Arc::clone(&context))?;
         let right = self.right.execute(partition, context)?;
-        let sort_fields = |keys: &[Arc<dyn PhysicalExpr>], time: &Arc<dyn PhysicalExpr>| -> Result<Vec<SortField>> {
+        let sort_fields = |keys: &[Arc<dyn PhysicalExpr>],
+                           time: &Arc<dyn PhysicalExpr>|
+         -> Result<Vec<SortField>> {
             let schema = self.left.schema();
             keys.iter()
                 .chain(std::iter::once(time))
-                .map(|e| Ok(SortField::new_with_options(e.data_type(&schema)?, SortOptions::default())))
+                .map(|e| {
+                    Ok(SortField::new_with_options(
+                        e.data_type(&schema)?,
+                        SortOptions::default(),
+                    ))
+                })
                 .collect()
         };
         let full_fields = sort_fields(&self.left_keys, &self.left_time)?;
@@ -337,7 +367,10 @@ impl ExecutionPlan for AsofJoinExec {
                 Err(e) => Some((Err(e), None)),
             }
         });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&self.schema), stream)))
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            stream,
+        )))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -399,7 +432,12 @@ fn key_row(sorted: &Sorted, i: usize) -> Option<arrow::row::Row<'_>> {
 type RightRef = (usize, usize);
 
 impl Joiner {
-    fn sorted(&mut self, batch: RecordBatch, keys: &[Arc<dyn PhysicalExpr>], time: &Arc<dyn PhysicalExpr>) -> Result<Sorted> {
+    fn sorted(
+        &mut self,
+        batch: RecordBatch,
+        keys: &[Arc<dyn PhysicalExpr>],
+        time: &Arc<dyn PhysicalExpr>,
+    ) -> Result<Sorted> {
         let n = batch.num_rows();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(keys.len() + 1);
         for e in keys.iter().chain(std::iter::once(time)) {
@@ -541,14 +579,19 @@ impl Joiner {
             let arrays: Vec<&dyn Array> = sources.iter().map(|s| s[c].as_ref()).collect();
             columns.push(interleave(&arrays, &right_rows)?);
         }
-        Ok(Some(RecordBatch::try_new(Arc::clone(&self.schema), columns)?))
+        Ok(Some(RecordBatch::try_new(
+            Arc::clone(&self.schema),
+            columns,
+        )?))
     }
 
     /// The columns of the right batch or saved candidate row `id` names.
     fn source(&self, id: u64) -> Result<Vec<ArrayRef>> {
         match (&self.current, &self.candidate) {
             (Some((sorted, _)), _) if sorted.id == id => Ok(sorted.batch.columns().to_vec()),
-            (_, Some(Candidate::Saved { id: c, row, .. })) if *c == id => Ok(row.columns().to_vec()),
+            (_, Some(Candidate::Saved { id: c, row, .. })) if *c == id => {
+                Ok(row.columns().to_vec())
+            }
             _ => internal_err!("AsofJoinExec lost right batch {id}"),
         }
     }
@@ -556,7 +599,8 @@ impl Joiner {
     /// Copies a candidate in the current batch out of it (before the batch
     /// is replaced).
     fn save_candidate(&mut self) {
-        if let (Some(Candidate::Current(pos)), Some((sorted, _))) = (&self.candidate, &self.current) {
+        if let (Some(Candidate::Current(pos)), Some((sorted, _))) = (&self.candidate, &self.current)
+        {
             let pos = *pos;
             self.next_id += 1;
             self.candidate = Some(Candidate::Saved {

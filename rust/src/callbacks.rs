@@ -277,6 +277,7 @@ impl Callbacks {
         match answer {
             Answer::Found(mut sink) => Ok(ScanAnswer {
                 rows: sink.take_batch(&what)?,
+                text: sink.text(),
             }),
             Answer::NotFound => Err(TlError::new(
                 TlCode::NotFound,
@@ -287,10 +288,12 @@ impl Callbacks {
 }
 
 /// What `plan_scan` answered: the rows C++ moved into the sink (the files
-/// to read, or the last-value index), if any.
+/// to read, or the last-value index), if any, and the text it wrote (the
+/// answer to a `rollups` request).
 #[derive(Debug)]
 pub struct ScanAnswer {
     pub rows: Option<RecordBatch>,
+    pub text: String,
 }
 
 /// One `timelake.*` session setting as C++ describes it.

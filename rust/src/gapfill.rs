@@ -231,7 +231,11 @@ impl ScalarUDFImpl for FillFunction {
         let mut out = vec![value.clone()];
         if self.name == LOCF {
             if args.len() >= 2 {
-                out.push(if args[1] == DataType::Null { value.clone() } else { args[1].clone() });
+                out.push(if args[1] == DataType::Null {
+                    value.clone()
+                } else {
+                    args[1].clone()
+                });
             }
             if args.len() == 3 {
                 out.push(DataType::Boolean);
@@ -321,7 +325,11 @@ pub struct GapFill {
 
 impl PartialOrd for GapFill {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        (&self.input, &self.fills, &self.width).partial_cmp(&(&other.input, &other.fills, &other.width))
+        (&self.input, &self.fills, &self.width).partial_cmp(&(
+            &other.input,
+            &other.fills,
+            &other.width,
+        ))
     }
 }
 
@@ -346,7 +354,10 @@ impl GapFill {
             let t = fill.value.get_type(in_schema)?;
             fields.push((None, Arc::new(Field::new(&fill.name, t, true))));
         }
-        let schema = Arc::new(DFSchema::new_with_metadata(fields, in_schema.metadata().clone())?);
+        let schema = Arc::new(DFSchema::new_with_metadata(
+            fields,
+            in_schema.metadata().clone(),
+        )?);
         Ok(Self {
             input,
             time,
@@ -396,8 +407,13 @@ impl UserDefinedLogicalNodeCore for GapFill {
         )
     }
 
-    fn with_exprs_and_inputs(&self, exprs: Vec<Expr>, mut inputs: Vec<LogicalPlan>) -> Result<Self> {
-        let expected = 1 + self.groups.len() + self.fills.len() + 1 + self.lower.len() + self.upper.len();
+    fn with_exprs_and_inputs(
+        &self,
+        exprs: Vec<Expr>,
+        mut inputs: Vec<LogicalPlan>,
+    ) -> Result<Self> {
+        let expected =
+            1 + self.groups.len() + self.fills.len() + 1 + self.lower.len() + self.upper.len();
         if inputs.len() != 1 || exprs.len() != expected {
             return plan_err!("GapFill: wrong number of inputs or expressions");
         }
@@ -607,14 +623,22 @@ fn constant(expr: &Expr) -> bool {
             .exists(|e| {
                 Ok(matches!(
                     e,
-                    Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_) | Expr::OuterReferenceColumn(..)
+                    Expr::ScalarSubquery(_)
+                        | Expr::Exists(_)
+                        | Expr::InSubquery(_)
+                        | Expr::OuterReferenceColumn(..)
                 ))
             })
             .unwrap_or(true)
 }
 
 /// The WHERE bounds on `time` in the filters right below the aggregate.
-fn where_bounds(mut plan: &LogicalPlan, time: &Column, lower: &mut Vec<Bound>, upper: &mut Vec<Bound>) {
+fn where_bounds(
+    mut plan: &LogicalPlan,
+    time: &Column,
+    lower: &mut Vec<Bound>,
+    upper: &mut Vec<Bound>,
+) {
     while let LogicalPlan::Filter(filter) = plan {
         for conjunct in split_conjunction(&filter.predicate) {
             match conjunct {
@@ -769,11 +793,16 @@ fn rewrite(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
                 if !fills.iter().any(|f| f.name == name) {
                     let value = args[0].clone();
                     if contains_call(&value, &[LOCF, INTERPOLATE]) {
-                        return plan_err!("{kind_name}() cannot be nested in another fill function");
+                        return plan_err!(
+                            "{kind_name}() cannot be nested in another fill function"
+                        );
                     }
                     let null = |e: &Expr| matches!(e, Expr::Literal(v, _) if v.is_null());
                     let kind = if kind_name == LOCF {
-                        let prev = args.get(1).filter(|e| !null(e)).map(|e| helper(e, &mut helpers));
+                        let prev = args
+                            .get(1)
+                            .filter(|e| !null(e))
+                            .map(|e| helper(e, &mut helpers));
                         let treat_null_as_missing = match args.get(2) {
                             None => false,
                             Some(Expr::Literal(ScalarValue::Boolean(Some(b)), _)) => *b,
@@ -834,14 +863,25 @@ fn rewrite(plan: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
             .map(|(q, f)| Expr::Column(Column::new(q.cloned(), f.name())))
             .collect();
         exprs.extend(helpers);
-        Arc::new(LogicalPlan::Projection(Projection::try_new(exprs, fill_input)?))
+        Arc::new(LogicalPlan::Projection(Projection::try_new(
+            exprs, fill_input,
+        )?))
     };
-    let node = GapFill::try_new(node_input, time_out, groups, fills, args[0].clone(), lower, upper)?;
-    let node = LogicalPlan::Extension(Extension { node: Arc::new(node) });
-    Ok(Transformed::yes(LogicalPlan::Projection(Projection::try_new(
-        new_exprs,
-        Arc::new(node),
-    )?)))
+    let node = GapFill::try_new(
+        node_input,
+        time_out,
+        groups,
+        fills,
+        args[0].clone(),
+        lower,
+        upper,
+    )?;
+    let node = LogicalPlan::Extension(Extension {
+        node: Arc::new(node),
+    });
+    Ok(Transformed::yes(LogicalPlan::Projection(
+        Projection::try_new(new_exprs, Arc::new(node))?,
+    )))
 }
 
 // --- physical planning --------------------------------------------------------------
@@ -866,12 +906,19 @@ fn evaluate_constant(
 }
 
 /// A bound as a value of the time type, in its native units.
-fn bound_value(value: ScalarValue, time_type: &DataType, plus_one: bool, what: &str) -> Result<i64> {
+fn bound_value(
+    value: ScalarValue,
+    time_type: &DataType,
+    plus_one: bool,
+    what: &str,
+) -> Result<i64> {
     if value.is_null() {
         return plan_err!("{GAPFILL}: the {what} of the range is NULL");
     }
     let cast = value.cast_to(time_type).map_err(|e| {
-        plan_datafusion_err!("{GAPFILL}: the {what} of the range, {value}, is not a {time_type}: {e}")
+        plan_datafusion_err!(
+            "{GAPFILL}: the {what} of the range, {value}, is not a {time_type}: {e}"
+        )
     })?;
     let raw = cast.cast_to(&DataType::Int64)?;
     let ScalarValue::Int64(Some(v)) = raw else {
@@ -932,7 +979,8 @@ impl ExtensionPlanner for GapFillPlanner {
         let starts = buckets(&width, &time_type, start, end)?;
         let mut fills = Vec::with_capacity(gap.fills.len());
         for fill in &gap.fills {
-            let value = planner.create_physical_expr(&fill.value, in_schema, session, planning_ctx)?;
+            let value =
+                planner.create_physical_expr(&fill.value, in_schema, session, planning_ctx)?;
             let index = |c: &Option<Column>| -> Result<Option<usize>> {
                 c.as_ref().map(|c| in_schema.index_of_column(c)).transpose()
             };

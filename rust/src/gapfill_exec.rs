@@ -9,9 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, UInt32Array,
-};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, UInt32Array};
 use arrow::compute::{cast, concat, concat_batches, take, SortOptions};
 use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef, TimeUnit};
 use arrow::row::{OwnedRow, RowConverter, SortField};
@@ -68,7 +66,15 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
 }
 
 /// `t` (units of `per` nanoseconds, UTC) plus `months` calendar months; the
@@ -119,7 +125,12 @@ fn bucket_of(width: &ScalarValue, time_type: &DataType, t: i64) -> Result<i64> {
 /// The starts of the buckets of `[start, end)`: from the bucket holding
 /// `start` to the last that starts before `end`, in native units of
 /// `time_type` (the function's own buckets, so rows find theirs).
-pub fn buckets(width: &ScalarValue, time_type: &DataType, start: i64, end: i64) -> Result<Vec<i64>> {
+pub fn buckets(
+    width: &ScalarValue,
+    time_type: &DataType,
+    start: i64,
+    end: i64,
+) -> Result<Vec<i64>> {
     if end <= start {
         return Ok(Vec::new());
     }
@@ -284,7 +295,11 @@ impl GapFillExec {
 impl DisplayAs for GapFillExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         let schema = self.input.schema();
-        let groups: Vec<&str> = self.groups.iter().map(|&i| schema.field(i).name().as_str()).collect();
+        let groups: Vec<&str> = self
+            .groups
+            .iter()
+            .map(|&i| schema.field(i).name().as_str())
+            .collect();
         write!(
             f,
             "TimelakeGapFillExec: time={}, groups=[{}], range=[{}, {}), buckets={}, fills={}",
@@ -362,7 +377,11 @@ impl ExecutionPlan for GapFillExec {
         self.rebuilt(children)
     }
 
-    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
         self.run(partition, context)
     }
 
@@ -387,7 +406,11 @@ impl GapFillExec {
         )?))
     }
 
-    fn run(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+    fn run(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, context)?;
         let in_schema = self.input.schema();
         let converter = if self.groups.is_empty() {
@@ -449,7 +472,10 @@ impl GapFillExec {
                 }
             },
         );
-        Ok(Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&self.schema), stream)))
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            stream,
+        )))
     }
 }
 
@@ -489,8 +515,11 @@ impl Filler {
         match &self.converter {
             None => self.group.push(batch.clone()),
             Some(converter) => {
-                let columns: Vec<ArrayRef> =
-                    self.groups.iter().map(|&i| Arc::clone(batch.column(i))).collect();
+                let columns: Vec<ArrayRef> = self
+                    .groups
+                    .iter()
+                    .map(|&i| Arc::clone(batch.column(i)))
+                    .collect();
                 let rows = converter.convert_columns(&columns)?;
                 let mut start = 0;
                 for i in 0..n {
@@ -687,7 +716,11 @@ fn locf(
 }
 
 /// A `(time, value)` helper as numbers in the time type's units.
-fn helper_point(rows: &RecordBatch, column: Option<usize>, time_type: &DataType) -> Result<Option<(i64, f64)>> {
+fn helper_point(
+    rows: &RecordBatch,
+    column: Option<usize>,
+    time_type: &DataType,
+) -> Result<Option<(i64, f64)>> {
     let Some(value) = helper(rows, column) else {
         return Ok(None);
     };

@@ -11,6 +11,8 @@
 //! - [`runtime`]: the crate's tokio runtime and the sync/async bridges.
 //! - [`m4`], [`twm`] (with [`tsargs`]): the time-series aggregates
 //!   `m4`, `time_weighted_mean` and `time_weighted_state`.
+//! - [`rollup`], [`routing`]: materialized rollups' definitions as SQL
+//!   reads them, and the routing of `GROUP BY time_bucket` queries to them.
 //! - [`planner`]: gap filling ([`gapfill`], [`gapfill_exec`]), ASOF JOIN
 //!   ([`asof`], [`asof_exec`], reading sorted scans with [`sorted_scan`])
 //!   and the plans of time-weighted means ([`twmplan`]).
@@ -32,6 +34,8 @@ pub mod m4;
 pub mod naming;
 pub mod planner;
 pub mod provider;
+pub mod rollup;
+pub mod routing;
 pub mod runtime;
 pub mod session;
 pub mod settings;

@@ -42,6 +42,14 @@ use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::Store;
 
+/// Schema metadata keys C++ sets on a table's schema in `table_schema`
+/// (taken off before DataFusion sees the schema): the time column, and
+/// whether the table has rollups (`timelake.rollups`, not empty).
+pub const TIME_COLUMN_KEY: &str = "timelake.time-column";
+pub const ROLLUPS_KEY: &str = "timelake.rollups";
+/// Schema metadata key of the table's `timelake.time-weighted-mean` setting.
+pub const TWM_MODE_KEY: &str = "timelake.time_weighted_mean";
+
 /// One table of the catalog, as resolved for one query.
 #[derive(Debug)]
 pub struct TimelakeTable {
@@ -50,12 +58,16 @@ pub struct TimelakeTable {
     schema: SchemaRef,
     callbacks: Arc<Callbacks>,
     store: Arc<Store>,
-    /// Table-level settings planning reads ("time_weighted_mean"), taken off
-    /// the schema's metadata C++ sent them in.
-    settings: std::collections::HashMap<String, String>,
+    time_column: Option<String>,
+    has_rollups: bool,
+    /// The table's `time-weighted-mean` setting (`TWM_MODE_KEY`), when C++
+    /// sent one (only a value other than the default).
+    time_weighted_mean: Option<String>,
 }
 
 impl TimelakeTable {
+    /// A table whose schema `table_schema` answered: the metadata keys above
+    /// are read and removed.
     pub fn new(
         schema_name: String,
         table_name: String,
@@ -64,25 +76,82 @@ impl TimelakeTable {
         store: Arc<Store>,
     ) -> Self {
         let mut metadata = schema.metadata().clone();
-        let settings = metadata
-            .extract_if(|k, _| k.starts_with("timelake."))
-            .map(|(k, v)| (k["timelake.".len()..].to_string(), v))
-            .collect();
-        let schema = Arc::new(ArrowSchema::new_with_metadata(schema.fields().clone(), metadata));
+        let time_column = metadata.remove(TIME_COLUMN_KEY).filter(|t| !t.is_empty());
+        let has_rollups = metadata
+            .remove(ROLLUPS_KEY)
+            .is_some_and(|r| !r.trim().is_empty());
+        let time_weighted_mean = metadata.remove(TWM_MODE_KEY);
+        let schema = if metadata.len() == schema.metadata().len() {
+            schema
+        } else {
+            Arc::new(ArrowSchema::new_with_metadata(
+                schema.fields().clone(),
+                metadata,
+            ))
+        };
         Self {
             schema_name,
             table_name,
             schema,
             callbacks,
             store,
-            settings,
+            time_column,
+            has_rollups,
+            time_weighted_mean,
         }
     }
 
-    /// The table's value of a setting planning reads (SQL name without
-    /// `timelake.`), if C++ sent one.
-    pub fn setting(&self, name: &str) -> Option<String> {
-        self.settings.get(name).cloned()
+    /// The table's `timelake.time-weighted-mean`, if C++ sent one.
+    pub fn time_weighted_mean(&self) -> Option<String> {
+        self.time_weighted_mean.clone()
+    }
+
+    pub fn schema_name(&self) -> &str {
+        &self.schema_name
+    }
+
+    pub fn table_name(&self) -> &str {
+        &self.table_name
+    }
+
+    /// The table's time column (none: not a time-series table).
+    pub fn time_column(&self) -> Option<String> {
+        self.time_column.clone()
+    }
+
+    /// Whether the table lists rollups (`timelake.rollups`).
+    pub fn has_rollups(&self) -> bool {
+        self.has_rollups
+    }
+
+    /// Another table of the same catalog (a rollup of this one), or `None`
+    /// when it does not exist.
+    pub(crate) fn sibling(&self, schema_name: &str, table_name: &str) -> TlResult<Option<Self>> {
+        let schema =
+            runtime::call_blocking_sync(|| self.callbacks.table_schema(schema_name, table_name))?;
+        Ok(schema.map(|schema| {
+            Self::new(
+                schema_name.to_string(),
+                table_name.to_string(),
+                schema,
+                Arc::clone(&self.callbacks),
+                Arc::clone(&self.store),
+            )
+        }))
+    }
+
+    /// What C++ knows of this table's rollups for routing (the `rollups`
+    /// request of `plan_scan`, JSON documented in timelake_platform.h).
+    pub(crate) fn rollups(
+        &self,
+        settings: &std::collections::BTreeMap<String, String>,
+    ) -> TlResult<String> {
+        let request = json!({"rollups": {}, "settings": settings}).to_string();
+        let answer = runtime::call_blocking_sync(|| {
+            self.callbacks
+                .plan_scan(&self.schema_name, &self.table_name, &request)
+        })?;
+        Ok(answer.text)
     }
 
     /// The `plan_scan` request (format documented in the header).
@@ -457,20 +526,46 @@ struct ScanPlan {
     sort: Vec<usize>,
 }
 
-/// The sort order every one of `files` holds, for the scan to declare (one
-/// file at a time: DataFusion trusts it only for partitions of one file, and
-/// [`crate::sorted_scan`] splits a scan into such partitions where an
-/// operator needs the order).
-fn file_ordering(schema: &SchemaRef, sort: &[usize], files: &[PlannedFile]) -> Option<LexOrdering> {
-    if files.is_empty() || !files.iter().all(|f| f.sorted) {
-        return None;
-    }
-    LexOrdering::new(sort.iter().map(|&i| {
-        PhysicalSortExpr::new(
-            Arc::new(Column::new(schema.field(i).name(), i)),
-            SortOptions::new(false, true),
-        )
-    }))
+/// The order a data file's rows are sorted in (table schema columns),
+/// carried in its `PartitionedFile::extensions` (the Parquet reader reads
+/// only its own access plans there).
+///
+/// A plain scan does not declare it as its output ordering: DataFusion
+/// would then drop sorts and pick ordered plans for every query reading a
+/// partition of one file. [`crate::sorted_scan`] declares it, one file per
+/// partition, only where an operator asks for that order (ASOF JOIN,
+/// time-weighted means).
+#[derive(Debug)]
+pub struct SortedFile(pub LexOrdering);
+
+/// The files, each marked [`SortedFile`] when every one of them holds the
+/// table's sort order (`sort`; none marked otherwise).
+fn mark_sorted(
+    schema: &SchemaRef,
+    sort: &[usize],
+    files: Vec<PlannedFile>,
+) -> Vec<PartitionedFile> {
+    let ordering = if files.iter().all(|f| f.sorted) {
+        LexOrdering::new(sort.iter().map(|&i| {
+            PhysicalSortExpr::new(
+                Arc::new(Column::new(schema.field(i).name(), i)),
+                SortOptions::new(false, true),
+            )
+        }))
+    } else {
+        None
+    };
+    let mark = ordering.map(|o| Arc::new(SortedFile(o)));
+    files
+        .into_iter()
+        .map(|f| {
+            let mut file = f.file;
+            if let Some(mark) = &mark {
+                file.extensions.insert_arc(Arc::clone(mark));
+            }
+            file
+        })
+        .collect()
 }
 
 #[async_trait]
@@ -519,10 +614,9 @@ impl TableProvider for TimelakeTable {
 
         let target = state.config().target_partitions().max(1);
         let Some(dedup) = dedup else {
-            let ordering = file_ordering(&self.schema, &sort, &files);
-            let plain = files.into_iter().map(|f| f.file).collect();
+            let plain = mark_sorted(&self.schema, &sort, files);
             let groups = round_robin(plain, target);
-            return self.parquet_scan(state, groups, vec![], projection.cloned(), ordering, limit);
+            return self.parquet_scan(state, groups, vec![], projection.cloned(), None, limit);
         };
 
         // Files of a dedup group are merged; the others are read as they are.
@@ -542,14 +636,13 @@ impl TableProvider for TimelakeTable {
         }
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         if !plain.is_empty() {
-            let ordering = file_ordering(&self.schema, &sort, &plain);
-            let groups = round_robin(plain.into_iter().map(|f| f.file).collect(), target);
+            let groups = round_robin(mark_sorted(&self.schema, &sort, plain), target);
             inputs.push(self.parquet_scan(
                 state,
                 groups,
                 vec![],
                 projection.cloned(),
-                ordering,
+                None,
                 None,
             )?);
         }

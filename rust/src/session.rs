@@ -23,6 +23,8 @@ use crate::datetrunc::UtcDateTrunc;
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
 use crate::lastvalue::LastValueRewrite;
 use crate::m4::M4;
+use crate::rollup;
+use crate::routing::RollupRouting;
 use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::redact;
@@ -103,6 +105,8 @@ impl Session {
         ctx.register_udaf(TimeWeighted::mean_udaf());
         ctx.register_udaf(TimeWeighted::state_udaf());
         ctx.add_optimizer_rule(Arc::new(LastValueRewrite));
+        // GROUP BY time_bucket(…) queries read covering rollups (crate::routing).
+        ctx.add_analyzer_rule(Arc::new(RollupRouting));
         // The same client for scans as for the C API: one connection pool,
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
@@ -172,6 +176,18 @@ impl Session {
             Arc::clone(&self.secrets),
             Arc::clone(&self.interrupted),
         ))
+    }
+
+    /// The shape of a rollup's defining `SELECT` as JSON (crate::rollup::describe).
+    pub fn describe_rollup(&self, select: &str) -> TlResult<String> {
+        self.interrupted.store(false, Ordering::SeqCst);
+        let ctx = self.ctx.clone();
+        let select = select.to_string();
+        let described = runtime::run_interruptible(
+            async move { rollup::describe(&ctx, &select).await },
+            &self.interrupted,
+        );
+        described?.map_err(|e| self.scrub(e))
     }
 
     /// Runs `EXPLAIN ANALYZE <sql>` and returns the annotated plan.

@@ -1,12 +1,14 @@
 //! Sorted reads for operators that merge sorted inputs (ASOF JOIN).
 //!
-//! A Timelake scan declares the order its data files are sorted in (the
-//! table's sort order: series key, then time; [`crate::provider`]), but it
-//! deals several files to each partition, so DataFusion sees no order in a
+//! A Timelake scan marks the order its data files are sorted in (the
+//! table's sort order: series key, then time; [`crate::provider`]'s
+//! [`SortedFile`]) on each file but does not declare it, and it deals
+//! several files to each partition, so DataFusion sees no order in a
 //! partition. [`sorted_input`] reads such a scan one file per partition
-//! instead, where that gives the order an operator needs: each partition is
-//! then one sorted file, and DataFusion merges them (`SortPreservingMergeExec`)
-//! instead of sorting.
+//! instead, declaring the order, where that gives the order an operator
+//! needs: each partition is then one sorted file, and DataFusion merges them
+//! (`SortPreservingMergeExec`) instead of sorting. Other queries' plans do
+//! not see the order.
 
 use std::sync::Arc;
 
@@ -14,9 +16,11 @@ use datafusion::common::Result;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfig, FileScanConfigBuilder};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_expr::LexOrdering;
-use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
+use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, Partitioning};
+
+use crate::provider::SortedFile;
 
 /// `plan`, or `plan` with its Timelake scans read one file per partition,
 /// and whether every partition of the result is sorted by `ordering`.
@@ -49,9 +53,28 @@ fn split_scans(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn Execution
         let Some(config) = source.data_source().downcast_ref::<FileScanConfig>() else {
             return Ok(None);
         };
-        if config.output_ordering.is_empty() || config.file_groups.iter().all(|g| g.len() <= 1) {
+        let declared = !config.output_ordering.is_empty();
+        if declared && config.file_groups.iter().all(|g| g.len() <= 1) {
             return Ok(None);
         }
+        let orderings = if declared {
+            config.output_ordering.clone()
+        } else {
+            // The order the provider marks on its files ([`SortedFile`]),
+            // when every file carries the same.
+            let mut marks = config
+                .file_groups
+                .iter()
+                .flat_map(|g| g.iter())
+                .map(|f| f.extensions.get::<SortedFile>().map(|s| &s.0));
+            let Some(Some(first)) = marks.next() else {
+                return Ok(None);
+            };
+            if !marks.all(|m| m == Some(first)) {
+                return Ok(None);
+            }
+            vec![first.clone()]
+        };
         let groups: Vec<FileGroup> = config
             .file_groups
             .iter()
@@ -60,6 +83,7 @@ fn split_scans(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn Execution
             .collect();
         let split = FileScanConfigBuilder::from(config.clone())
             .with_file_groups(groups)
+            .with_output_ordering(orderings)
             .build();
         return Ok(Some(DataSourceExec::from_data_source(split)));
     }

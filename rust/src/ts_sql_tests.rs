@@ -9,7 +9,9 @@ use std::sync::Arc;
 use arrow::array::{
     Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
-use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema, TimeUnit, TimestampMicrosecondType};
+use arrow::datatypes::{
+    DataType, Field, Float64Type, Int64Type, Schema, TimeUnit, TimestampMicrosecondType,
+};
 use datafusion::datasource::MemTable;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{col, SortExpr};
@@ -80,8 +82,10 @@ fn register(ctx: &SessionContext, name: &str, rows: &[Row], parts: usize, sorted
                         vec![
                             Arc::new(StringArray::from(c.iter().map(|r| r.0).collect::<Vec<_>>())),
                             Arc::new(
-                                TimestampMicrosecondArray::from(c.iter().map(|r| r.1).collect::<Vec<_>>())
-                                    .with_timezone("+00:00"),
+                                TimestampMicrosecondArray::from(
+                                    c.iter().map(|r| r.1).collect::<Vec<_>>(),
+                                )
+                                .with_timezone("+00:00"),
                             ),
                             Arc::new(Int64Array::from(c.iter().map(|r| r.2).collect::<Vec<_>>())),
                         ],
@@ -102,9 +106,12 @@ fn register(ctx: &SessionContext, name: &str, rows: &[Row], parts: usize, sorted
 }
 
 fn run(ctx: &SessionContext, sql: &str) -> datafusion::common::Result<Vec<RecordBatch>> {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let df = crate::planner::sql(ctx, sql, datafusion::execution::context::SQLOptions::new()).await?;
+        let df = crate::planner::sql(ctx, sql, datafusion::execution::context::SQLOptions::new())
+            .await?;
         df.collect().await
     })
 }
@@ -118,7 +125,10 @@ fn one(ctx: &SessionContext, sql: &str) -> RecordBatch {
 fn plan(ctx: &SessionContext, sql: &str) -> String {
     let batch = one(ctx, &format!("EXPLAIN {sql}"));
     let text = batch.column(1).as_string::<i32>();
-    (0..text.len()).map(|i| text.value(i)).collect::<Vec<_>>().join("\n")
+    (0..text.len())
+        .map(|i| text.value(i))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 // --- ASOF JOIN ---------------------------------------------------------------
@@ -153,7 +163,13 @@ fn random_sides(rng: &mut Rng) -> (Vec<Row>, Vec<Row>) {
 }
 
 /// (left x, matched right time) of each output row, by brute force.
-fn brute_asof(left: &[Row], right: &[Row], op: &str, keyed: bool, outer: bool) -> Vec<(i64, Option<i64>)> {
+fn brute_asof(
+    left: &[Row],
+    right: &[Row],
+    op: &str,
+    keyed: bool,
+    outer: bool,
+) -> Vec<(i64, Option<i64>)> {
     let mut out = Vec::new();
     for &(lk, lt, x) in left {
         let best = match (lk.is_some() || !keyed, lt) {
@@ -167,7 +183,13 @@ fn brute_asof(left: &[Row], right: &[Row], op: &str, keyed: bool, outer: bool) -
                     "<=" => lt <= rt,
                     _ => lt < rt,
                 })
-                .reduce(|a, b| if op.starts_with('>') { a.max(b) } else { a.min(b) }),
+                .reduce(|a, b| {
+                    if op.starts_with('>') {
+                        a.max(b)
+                    } else {
+                        a.min(b)
+                    }
+                }),
             _ => None,
         };
         if best.is_some() || outer {
@@ -225,7 +247,10 @@ fn asof_join_equals_brute_force_unsorted_and_sorted_inputs() {
         register(&ctx, "l", &left, parts, sorted);
         register(&ctx, "r", &right, parts, sorted);
         check_asof(&ctx, &left, &right);
-        let p = plan(&ctx, "SELECT * FROM l ASOF JOIN r ON l.k = r.k AND l.t >= r.t");
+        let p = plan(
+            &ctx,
+            "SELECT * FROM l ASOF JOIN r ON l.k = r.k AND l.t >= r.t",
+        );
         assert!(p.contains("TimelakeAsofJoinExec"), "{p}");
         // Sorted inputs are merged, unsorted ones sorted.
         assert_eq!(p.contains("SortExec"), !sorted, "{p}");
@@ -238,10 +263,22 @@ fn asof_join_errors_name_the_problem() {
     register(&ctx, "l", &[(Some("a"), Some(1), 1)], 1, false);
     register(&ctx, "r", &[(Some("a"), Some(1), 1)], 1, false);
     for (sql, want) in [
-        ("SELECT * FROM l ASOF JOIN r USING (k, t)", "USING is not supported"),
-        ("SELECT * FROM l ASOF JOIN r ON l.k = r.k", "exactly one inequality"),
-        ("SELECT * FROM l ASOF JOIN r ON l.t >= r.t AND l.x < r.x", "exactly one inequality"),
-        ("SELECT * FROM l ASOF JOIN r ON l.t >= r.t AND l.x = 3", "must compare the two inputs"),
+        (
+            "SELECT * FROM l ASOF JOIN r USING (k, t)",
+            "USING is not supported",
+        ),
+        (
+            "SELECT * FROM l ASOF JOIN r ON l.k = r.k",
+            "exactly one inequality",
+        ),
+        (
+            "SELECT * FROM l ASOF JOIN r ON l.t >= r.t AND l.x < r.x",
+            "exactly one inequality",
+        ),
+        (
+            "SELECT * FROM l ASOF JOIN r ON l.t >= r.t AND l.x = 3",
+            "must compare the two inputs",
+        ),
         (
             "SELECT * FROM l ASOF JOIN r ON l.t >= l.t + INTERVAL '1 second'",
             "left input with one of the right",
@@ -249,7 +286,9 @@ fn asof_join_errors_name_the_problem() {
         ("SELECT * FROM l ASOF r", "ASOF must be followed by JOIN"),
         ("SELECT __timelake_asof(true)", "internal to ASOF JOIN"),
     ] {
-        let err = run(&ctx, sql).err().unwrap_or_else(|| panic!("{sql} succeeded"));
+        let err = run(&ctx, sql)
+            .err()
+            .unwrap_or_else(|| panic!("{sql} succeeded"));
         assert!(err.to_string().contains(want), "{sql}: {err}");
     }
     // A word `asof` elsewhere is not a join.
@@ -267,10 +306,19 @@ fn asof_filter_on_left_columns_moves_below_the_join() {
         "SELECT * FROM l ASOF JOIN r ON l.k = r.k AND l.t >= r.t WHERE l.x > 5 AND r.x > 7",
     );
     let logical: Vec<&str> = p.lines().collect();
-    let join = logical.iter().position(|l| l.contains("AsofJoin:")).expect("node");
+    let join = logical
+        .iter()
+        .position(|l| l.contains("AsofJoin:"))
+        .expect("node");
     // r.x > 7 stays above the join; l.x > 5 goes below it.
-    assert!(logical[..join].iter().any(|l| l.contains("r.x > Int64(7)")), "{p}");
-    assert!(logical[join..].iter().any(|l| l.contains("l.x > Int64(5)")), "{p}");
+    assert!(
+        logical[..join].iter().any(|l| l.contains("r.x > Int64(7)")),
+        "{p}"
+    );
+    assert!(
+        logical[join..].iter().any(|l| l.contains("l.x > Int64(5)")),
+        "{p}"
+    );
 }
 
 // --- gap filling -------------------------------------------------------------
@@ -296,13 +344,27 @@ fn gap_table(ctx: &SessionContext) {
         Arc::clone(&schema),
         vec![
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.1)).with_timezone("+00:00")),
-            Arc::new(Float64Array::from(rows.iter().map(|r| r.2).collect::<Vec<_>>())),
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.1))
+                    .with_timezone("+00:00"),
+            ),
+            Arc::new(Float64Array::from(
+                rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+            )),
         ],
     )
     .unwrap();
-    ctx.register_table("g", Arc::new(MemTable::try_new(schema, vec![vec![batch.slice(0, 4)], vec![batch.slice(4, 3)]]).unwrap()))
-        .unwrap();
+    ctx.register_table(
+        "g",
+        Arc::new(
+            MemTable::try_new(
+                schema,
+                vec![vec![batch.slice(0, 4)], vec![batch.slice(4, 3)]],
+            )
+            .unwrap(),
+        ),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -317,16 +379,69 @@ fn gapfill_fills_every_bucket_of_every_group() {
     );
     let col = |i: usize| -> Vec<Option<f64>> {
         let a = batch.column(i).as_primitive::<Float64Type>();
-        (0..a.len()).map(|j| a.is_valid(j).then(|| a.value(j))).collect()
+        (0..a.len())
+            .map(|j| a.is_valid(j).then(|| a.value(j)))
+            .collect()
     };
     // a: 0 → 2, 3 → 8, 4 → NULL (a row), 6 → 2; b: 2 → 10 (9 is outside).
     assert_eq!(batch.num_rows(), 16);
     let n = None;
-    assert_eq!(col(2)[..8], [Some(2.0), n, n, Some(8.0), n, n, Some(2.0), n]);
-    assert_eq!(col(3)[..8], [Some(2.0), Some(2.0), Some(2.0), Some(8.0), n, n, Some(2.0), Some(2.0)]);
-    assert_eq!(col(4)[..8], [Some(2.0), Some(2.0), Some(2.0), Some(8.0), Some(8.0), Some(8.0), Some(2.0), Some(2.0)]);
-    assert_eq!(col(5)[..8], [Some(2.0), Some(4.0), Some(6.0), Some(8.0), n, Some(4.0), Some(2.0), n]);
-    assert_eq!(col(3)[8..], [n, n, Some(10.0), Some(10.0), Some(10.0), Some(10.0), Some(10.0), Some(10.0)]);
+    assert_eq!(
+        col(2)[..8],
+        [Some(2.0), n, n, Some(8.0), n, n, Some(2.0), n]
+    );
+    assert_eq!(
+        col(3)[..8],
+        [
+            Some(2.0),
+            Some(2.0),
+            Some(2.0),
+            Some(8.0),
+            n,
+            n,
+            Some(2.0),
+            Some(2.0)
+        ]
+    );
+    assert_eq!(
+        col(4)[..8],
+        [
+            Some(2.0),
+            Some(2.0),
+            Some(2.0),
+            Some(8.0),
+            Some(8.0),
+            Some(8.0),
+            Some(2.0),
+            Some(2.0)
+        ]
+    );
+    assert_eq!(
+        col(5)[..8],
+        [
+            Some(2.0),
+            Some(4.0),
+            Some(6.0),
+            Some(8.0),
+            n,
+            Some(4.0),
+            Some(2.0),
+            n
+        ]
+    );
+    assert_eq!(
+        col(3)[8..],
+        [
+            n,
+            n,
+            Some(10.0),
+            Some(10.0),
+            Some(10.0),
+            Some(10.0),
+            Some(10.0),
+            Some(10.0)
+        ]
+    );
     assert_eq!(col(5)[8..], [n, n, Some(10.0), n, n, n, n, n]);
     // Monthly buckets of a range across a year end.
     let batch = one(
@@ -345,13 +460,19 @@ fn gapfill_errors() {
     let ctx = ctx(2);
     gap_table(&ctx);
     for (sql, want) in [
-        ("SELECT time_bucket_gapfill(INTERVAL '1 hour', t) AS h, avg(v) FROM g GROUP BY h", "no start"),
+        (
+            "SELECT time_bucket_gapfill(INTERVAL '1 hour', t) AS h, avg(v) FROM g GROUP BY h",
+            "no start",
+        ),
         (
             "SELECT time_bucket_gapfill(INTERVAL '1 hour', t) AS h, avg(v) FROM g \
              WHERE t >= '1970-01-01T00:00:00Z' GROUP BY h",
             "no finish",
         ),
-        ("SELECT interpolate(avg(v)) FROM g", "works only in the select list"),
+        (
+            "SELECT interpolate(avg(v)) FROM g",
+            "works only in the select list",
+        ),
         (
             "SELECT time_bucket_gapfill(INTERVAL '1 second', t, '1970-01-01T00:00:00Z', \
              '1971-01-01T00:00:00Z') AS h, avg(v) FROM g GROUP BY h",
@@ -363,7 +484,9 @@ fn gapfill_errors() {
             "months cannot also hold days",
         ),
     ] {
-        let err = run(&ctx, sql).err().unwrap_or_else(|| panic!("{sql} succeeded"));
+        let err = run(&ctx, sql)
+            .err()
+            .unwrap_or_else(|| panic!("{sql} succeeded"));
         assert!(err.to_string().contains(want), "{sql}: {err}");
     }
 }
@@ -410,11 +533,133 @@ fn time_weighted_mean_merges_sorted_inputs_into_segments() {
     let (shuffled, shuffled_plan) = twm_means(false, 3);
     assert!(sorted_plan.contains("SinglePartitioned"), "{sorted_plan}");
     assert!(sorted_plan.contains("preserve_order=true"), "{sorted_plan}");
-    assert!(!shuffled_plan.contains("SinglePartitioned"), "{shuffled_plan}");
+    assert!(
+        !shuffled_plan.contains("SinglePartitioned"),
+        "{shuffled_plan}"
+    );
     assert_eq!(sorted.len(), shuffled.len());
     for (a, b) in sorted.iter().zip(&shuffled) {
         assert_eq!((&a.0, a.1), (&b.0, b.1));
-        assert!((a.2 - b.2).abs() <= 1e-12 * a.2.abs().max(1.0), "{a:?} {b:?}");
-        assert!((a.3 - b.3).abs() <= 1e-12 * a.3.abs().max(1.0), "{a:?} {b:?}");
+        assert!(
+            (a.2 - b.2).abs() <= 1e-12 * a.2.abs().max(1.0),
+            "{a:?} {b:?}"
+        );
+        assert!(
+            (a.3 - b.3).abs() <= 1e-12 * a.3.abs().max(1.0),
+            "{a:?} {b:?}"
+        );
     }
+}
+
+/// A session whose `time_weighted_mean` is planned in `mode` (as the
+/// analyzer rule records a session's setting), aggregations not
+/// repartitioned: the aggregate under ORDER BY/LIMIT runs in one partition.
+fn twm_ctx(mode: crate::twm::Mode, partitions: usize) -> SessionContext {
+    let state = crate::planner::install(
+        SessionStateBuilder::new()
+            .with_config(
+                SessionConfig::new()
+                    .with_target_partitions(partitions)
+                    .set_bool("datafusion.optimizer.repartition_aggregations", false),
+            )
+            .with_default_features(),
+    )
+    .build();
+    let ctx = SessionContext::new_with_state(state);
+    crate::planner::register_functions(&ctx);
+    let mean = TimeWeighted::mean_udaf();
+    let tw = (mean.inner().as_ref() as &dyn std::any::Any)
+        .downcast_ref::<TimeWeighted>()
+        .unwrap()
+        .with_mode(mode);
+    ctx.register_udaf(tw);
+    ctx
+}
+
+#[test]
+fn time_weighted_mean_merge_keeps_the_partitions_its_parent_reads() {
+    // Unsorted readings of 24 series over 4 partitions: `merge` sorts them
+    // by (series, time) in hash partitions. The ORDER BY/LIMIT above was
+    // planned for one partition; every series must still reach it.
+    let mut rng = Rng(1717);
+    let keys: Vec<&'static str> = (0..24)
+        .map(|i| &*Box::leak(format!("s{i:02}").into_boxed_str()))
+        .collect();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut expected = std::collections::BTreeMap::new();
+    for k in &keys {
+        let mut pts = Vec::new();
+        let mut t = 0i64;
+        for _ in 0..50 {
+            t += 1 + rng.below(9) as i64;
+            pts.push((t, rng.below(100) as i64));
+        }
+        let area: f64 = pts
+            .windows(2)
+            .map(|w| w[0].1 as f64 * (w[1].0 - w[0].0) as f64)
+            .sum();
+        expected.insert(k.to_string(), area / (pts[49].0 - pts[0].0) as f64);
+        rows.extend(pts.iter().map(|&(t, x)| (Some(*k), Some(t * 1_000_000), x)));
+    }
+    for i in (1..rows.len()).rev() {
+        rows.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    for (mode, limit) in [
+        (crate::twm::Mode::Merge, 10),
+        (crate::twm::Mode::Merge, 100),
+        (crate::twm::Mode::Auto, 10),
+    ] {
+        let ctx = twm_ctx(mode, 4);
+        register(&ctx, "w", &rows, 4, false);
+        let sql = format!(
+            "SELECT k, time_weighted_mean(t, x) AS f FROM w GROUP BY k ORDER BY k LIMIT {limit}"
+        );
+        let batch = one(&ctx, &sql);
+        let k = batch.column(0).as_string::<i32>();
+        let f = batch.column(1).as_primitive::<Float64Type>();
+        let got: Vec<(String, f64)> = (0..batch.num_rows())
+            .map(|i| (k.value(i).to_string(), f.value(i)))
+            .collect();
+        let want: Vec<(String, f64)> = expected
+            .iter()
+            .take(limit)
+            .map(|(k, f)| (k.clone(), *f))
+            .collect();
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "{mode:?} {sql}: {got:?}\n{}",
+            plan(&ctx, &sql)
+        );
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.0, w.0, "{mode:?}: {got:?}");
+            assert!(
+                (g.1 - w.1).abs() <= 1e-12 * w.1.abs().max(1.0),
+                "{mode:?}: {g:?} {w:?}"
+            );
+        }
+        if mode == crate::twm::Mode::Merge {
+            // The merge plan: sorted by (series, time), one phase.
+            let p = plan(&ctx, &sql);
+            assert!(
+                p.contains("SortExec: expr=[k@") && p.contains("ASC NULLS LAST, t@"),
+                "{p}"
+            );
+            assert!(
+                p.contains("mode=SinglePartitioned") || p.contains("mode=Single"),
+                "{p}"
+            );
+        }
+    }
+    // Without GROUP BY: one group, the whole table.
+    let ctx = twm_ctx(crate::twm::Mode::Merge, 4);
+    register(&ctx, "w", &rows, 4, false);
+    let batch = one(
+        &ctx,
+        "SELECT count(*) AS n, time_weighted_mean(t, x) AS f FROM w ORDER BY n LIMIT 1",
+    );
+    assert_eq!(
+        batch.column(0).as_primitive::<Int64Type>().value(0),
+        rows.len() as i64
+    );
 }

@@ -37,6 +37,7 @@ use datafusion::logical_expr::{Aggregate, Expr, ExprSchemable, LogicalPlan};
 use datafusion::optimizer::analyzer::AnalyzerRule;
 use datafusion::physical_expr::aggregate::{AggregateExprBuilder, AggregateFunctionExpr};
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr, PhysicalSortExpr};
+use datafusion::physical_optimizer::sanity_checker::SanityCheckPlan;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
@@ -56,7 +57,10 @@ pub const SETTING: &str = "time_weighted_mean";
 
 /// The time-weighted function of a readings-form call (time, value
 /// [, method]), if `func` is one.
-fn readings_call<'a>(func: &'a datafusion::logical_expr::AggregateUDF, arg_types: &[arrow::datatypes::DataType]) -> Option<&'a TimeWeighted> {
+fn readings_call<'a>(
+    func: &'a datafusion::logical_expr::AggregateUDF,
+    arg_types: &[arrow::datatypes::DataType],
+) -> Option<&'a TimeWeighted> {
     let tw = func.inner().as_ref();
     let tw = (tw as &dyn std::any::Any).downcast_ref::<TimeWeighted>()?;
     // The state forms take (state [, method]); readings have a numeric value
@@ -105,24 +109,26 @@ impl AnalyzerRule for TimeWeightedModeRule {
                         return Ok(Transformed::no(e));
                     }
                     let m = *mode.get_or_insert_with(|| {
-                        session.or_else(|| table_mode(&agg.input)).unwrap_or(Mode::Auto)
+                        session
+                            .or_else(|| table_mode(&agg.input))
+                            .unwrap_or(Mode::Auto)
                     });
                     changed = true;
-                    Ok(Transformed::yes(Expr::AggregateFunction(AggregateFunction {
-                        func: Arc::new(tw.with_mode(m)),
-                        params: params.clone(),
-                    })))
+                    Ok(Transformed::yes(Expr::AggregateFunction(
+                        AggregateFunction {
+                            func: Arc::new(tw.with_mode(m)),
+                            params: params.clone(),
+                        },
+                    )))
                 })?;
                 aggr_expr.push(rewritten.data);
             }
             if !changed {
                 return Ok(Transformed::no(p));
             }
-            Ok(Transformed::yes(LogicalPlan::Aggregate(Aggregate::try_new(
-                Arc::clone(&agg.input),
-                agg.group_expr.clone(),
-                aggr_expr,
-            )?)))
+            Ok(Transformed::yes(LogicalPlan::Aggregate(
+                Aggregate::try_new(Arc::clone(&agg.input), agg.group_expr.clone(), aggr_expr)?,
+            )))
         })
         .data()
     }
@@ -135,7 +141,11 @@ fn table_mode(plan: &LogicalPlan) -> Option<Mode> {
         if let LogicalPlan::TableScan(scan) = p {
             if let Ok(provider) = source_as_provider(&scan.source) {
                 if let Some(table) = provider.downcast_ref::<TimelakeTable>() {
-                    modes.push(table.setting(SETTING).and_then(|v| Mode::parse(v.as_str())));
+                    modes.push(
+                        table
+                            .time_weighted_mean()
+                            .and_then(|v| Mode::parse(v.as_str())),
+                    );
                 }
             }
         }
@@ -151,9 +161,13 @@ fn table_mode(plan: &LogicalPlan) -> Option<Mode> {
 pub struct TimeWeightedPlan;
 
 impl PhysicalOptimizerRule for TimeWeightedPlan {
-    fn optimize(&self, plan: Arc<dyn ExecutionPlan>, config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         let target = config.execution.target_partitions.max(1);
-        plan.transform_up(|node| {
+        let rebuilt = plan.transform_up(|node| {
             let Some(agg) = node.downcast_ref::<AggregateExec>() else {
                 return Ok(Transformed::no(node));
             };
@@ -164,11 +178,18 @@ impl PhysicalOptimizerRule for TimeWeightedPlan {
                     };
                     rebuild(partial, Some(agg), target)
                 }
-                AggregateMode::Single | AggregateMode::SinglePartitioned => rebuild(agg, None, target),
+                AggregateMode::Single | AggregateMode::SinglePartitioned => {
+                    rebuild(agg, None, target)
+                }
                 _ => Ok(Transformed::no(node)),
             }
-        })
-        .data()
+        })?;
+        if !rebuilt.transformed {
+            return Ok(rebuilt.data);
+        }
+        // DataFusion's checks ran before this rule (it comes after
+        // DataFusion's own): check the rebuilt plan again.
+        SanityCheckPlan::new().optimize(rebuilt.data, config)
     }
 
     fn name(&self) -> &str {
@@ -199,7 +220,11 @@ fn partial_below(plan: &Arc<dyn ExecutionPlan>) -> Option<&AggregateExec> {
 }
 
 /// `expr` rebuilt with another function of the same name and state.
-fn with_function(expr: &AggregateFunctionExpr, func: datafusion::logical_expr::AggregateUDF, schema: &arrow::datatypes::SchemaRef) -> Result<Arc<AggregateFunctionExpr>> {
+fn with_function(
+    expr: &AggregateFunctionExpr,
+    func: datafusion::logical_expr::AggregateUDF,
+    schema: &arrow::datatypes::SchemaRef,
+) -> Result<Arc<AggregateFunctionExpr>> {
     let mut builder = AggregateExprBuilder::new(Arc::new(func), expr.expressions())
         .schema(Arc::clone(schema))
         .alias(expr.name())
@@ -223,7 +248,11 @@ fn planned(expr: &AggregateFunctionExpr) -> Option<(&TimeWeighted, Mode)> {
 /// Rebuilds `first` (a partial or single-phase aggregate) and, above it,
 /// `last` (its final phase) as described in the module comment; the new
 /// plan replaces `last` (or `first` when there is no final phase).
-fn rebuild(first: &AggregateExec, last: Option<&AggregateExec>, target: usize) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
+fn rebuild(
+    first: &AggregateExec,
+    last: Option<&AggregateExec>,
+    target: usize,
+) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
     let unchanged = || -> Arc<dyn ExecutionPlan> {
         match last {
             Some(l) => Arc::new(l.clone()),
@@ -269,7 +298,8 @@ fn rebuild(first: &AggregateExec, last: Option<&AggregateExec>, target: usize) -
         let exprs = to_segments(false)?;
         return Ok(Transformed::yes(replace(first, last, exprs)?));
     }
-    let groups: Vec<Arc<dyn PhysicalExpr>> = group_by.expr().iter().map(|(e, _)| Arc::clone(e)).collect();
+    let groups: Vec<Arc<dyn PhysicalExpr>> =
+        group_by.expr().iter().map(|(e, _)| Arc::clone(e)).collect();
     let ordering = LexOrdering::new(
         groups
             .iter()
@@ -315,11 +345,58 @@ fn rebuild(first: &AggregateExec, last: Option<&AggregateExec>, target: usize) -
         input,
         Arc::clone(&input_schema),
     )?;
-    Ok(Transformed::new(Arc::new(agg), true, TreeNodeRecursion::Jump))
+    let fitted = fit_output(Arc::new(agg), &unchanged())?;
+    Ok(Transformed::new(fitted, true, TreeNodeRecursion::Jump))
+}
+
+/// `new`, made to give its parent what `old` (the node it replaces) gave:
+/// the same number of partitions (a parent planned for one partition reads
+/// only the first: the other rows would be lost without an error), the same
+/// hash partitioning, and `old`'s output order.
+fn fit_output(
+    new: Arc<dyn ExecutionPlan>,
+    old: &Arc<dyn ExecutionPlan>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let wanted = old.output_partitioning().clone();
+    let mut plan = new;
+    let ordering = old.output_ordering().cloned();
+    let count = plan.output_partitioning().partition_count();
+    if wanted.partition_count() == 1 && count > 1 {
+        plan = match ordering.clone().or_else(|| plan.output_ordering().cloned()) {
+            Some(o)
+                if plan
+                    .equivalence_properties()
+                    .ordering_satisfy(o.iter().cloned())? =>
+            {
+                Arc::new(SortPreservingMergeExec::new(o, plan))
+            }
+            _ => Arc::new(CoalescePartitionsExec::new(plan)),
+        };
+    } else if wanted.partition_count() > 1 && *plan.output_partitioning() != wanted {
+        let partitioning = match &wanted {
+            Partitioning::Hash(..) => wanted.clone(),
+            _ => Partitioning::RoundRobinBatch(wanted.partition_count()),
+        };
+        plan = Arc::new(RepartitionExec::try_new(plan, partitioning)?);
+    }
+    if let Some(o) = ordering {
+        if !plan
+            .equivalence_properties()
+            .ordering_satisfy(o.iter().cloned())?
+        {
+            let single = plan.output_partitioning().partition_count() > 1;
+            plan = Arc::new(SortExec::new(o, plan).with_preserve_partitioning(single));
+        }
+    }
+    Ok(plan)
 }
 
 /// `first` and `last` with `exprs` as the aggregate expressions.
-fn replace(first: &AggregateExec, last: Option<&AggregateExec>, exprs: Vec<Arc<AggregateFunctionExpr>>) -> Result<Arc<dyn ExecutionPlan>> {
+fn replace(
+    first: &AggregateExec,
+    last: Option<&AggregateExec>,
+    exprs: Vec<Arc<AggregateFunctionExpr>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
     let new_first = Arc::new(AggregateExec::try_new(
         *first.mode(),
         first.group_expr().clone(),
@@ -332,7 +409,10 @@ fn replace(first: &AggregateExec, last: Option<&AggregateExec>, exprs: Vec<Arc<A
         return Ok(new_first);
     };
     // The chain between the phases, rebuilt over the new first phase.
-    fn rebuild_chain(plan: &Arc<dyn ExecutionPlan>, new_first: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    fn rebuild_chain(
+        plan: &Arc<dyn ExecutionPlan>,
+        new_first: Arc<dyn ExecutionPlan>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         if plan.downcast_ref::<AggregateExec>().is_some() {
             return Ok(new_first);
         }

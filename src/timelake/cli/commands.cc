@@ -144,6 +144,11 @@ constexpr std::array kSubcommands = {
     CommandSpec{"alter", "",
                 "Set or remove table properties (one commit, no new snapshot)", false,
                 MakeAlterCommand},
+    CommandSpec{
+        "serve", "",
+        "Serve the warehouse as an Iceberg REST catalog (Spark, Trino, PyIceberg, "
+        "DuckDB)",
+        false, MakeServeCommand},
     CommandSpec{"settings", "",
                 "List every timelake.* setting: type, default, levels, description",
                 false, MakeSettingsCommand},
