@@ -142,30 +142,40 @@ fn mark_duckdb_joins(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>> {
         }
         let at = |k: usize| words.get(k).map(|&j| &tokens[j].token);
         let mut left = false;
+        let mut dropped = Vec::new();
         // LEFT [OUTER] before ASOF.
         if w >= 1 && at(w - 1).is_some_and(|t| is_keyword(t, Keyword::OUTER)) {
             if w >= 2 && at(w - 2).is_some_and(|t| is_keyword(t, Keyword::LEFT)) {
                 left = true;
-                drop.extend([words[w - 2], words[w - 1]]);
+                dropped.extend([words[w - 2], words[w - 1]]);
             }
         } else if w >= 1 && at(w - 1).is_some_and(|t| is_keyword(t, Keyword::LEFT)) {
             left = true;
-            drop.insert(words[w - 1]);
+            dropped.push(words[w - 1]);
         }
         // [LEFT [OUTER]] JOIN after ASOF.
         let mut k = w + 1;
         if at(k).is_some_and(|t| is_keyword(t, Keyword::LEFT)) {
             left = true;
-            drop.insert(words[k]);
+            dropped.push(words[k]);
             k += 1;
             if at(k).is_some_and(|t| is_keyword(t, Keyword::OUTER)) {
-                drop.insert(words[k]);
+                dropped.push(words[k]);
                 k += 1;
             }
         }
         if !at(k).is_some_and(|t| is_keyword(t, Keyword::JOIN)) {
-            return plan_err!("ASOF must be followed by JOIN (ASOF [LEFT] JOIN … ON …)");
+            // `asof` as a name (a column, an alias: followed by a comma, a
+            // keyword, …) is not a join; followed by another name it is a
+            // misspelt one.
+            let named =
+                matches!(at(w + 1), Some(Token::Word(word)) if word.keyword == Keyword::NoKeyword);
+            if left || named {
+                return plan_err!("ASOF must be followed by JOIN (ASOF [LEFT] JOIN … ON …)");
+            }
+            continue;
         }
+        drop.extend(dropped);
         // The first ON, USING or MATCH_CONDITION after the relation, outside
         // its parentheses.
         let mut depth = 0i32;
