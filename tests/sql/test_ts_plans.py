@@ -13,7 +13,8 @@
 - `timelake.time-weighted-mean`: `segments` refuses readings that arrive in
   overlapping stretches (files of a dedup-off table that overlap in time),
   `auto` and `merge` answer them, equal to each other, and a table's
-  property is the default of its sessions.
+  property is the default of its sessions; `segments` answers a table whose
+  files do not overlap but were appended out of order, on every run.
 
 The answers of ASOF JOIN against DuckDB's are in cases/asof.test.
 """
@@ -420,18 +421,3 @@ def test_time_weighted_mean_segments_on_files_written_out_of_order(tmp_path):
             assert math.isclose(f, ff[k], rel_tol=1e-12), (k, f, ff[k])
             assert math.isclose(l, lin[k], rel_tol=1e-12), (k, l, lin[k])
 
-
-def test_plain_scans_declare_no_order(lake):
-    """The order of sorted files is declared only where ASOF JOIN or a
-    time-weighted mean asks for it: a plain ORDER BY still sorts, even when
-    every partition reads one file (where DataFusion would trust a declared
-    order and drop the sort)."""
-    warehouse, _, _ = lake
-    script = ("SET datafusion.execution.target_partitions = 16;\n"
-              "EXPLAIN SELECT device, time FROM readings ORDER BY device, time;\n")
-    proc = subprocess.run([str(BIN), "-w", str(warehouse), "sql", "--format", "csv"],
-                          input=script, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    plan = proc.stdout
-    assert "DataSourceExec" in plan and "output_ordering" not in plan, plan
-    assert "SortExec" in plan, plan
