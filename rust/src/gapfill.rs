@@ -63,9 +63,9 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
 
+pub use crate::gapfill_exec::GAPFILL;
 use crate::gapfill_exec::{buckets, FillKindExec, GapFillExec, PhysicalFill};
 
-pub const GAPFILL: &str = "time_bucket_gapfill";
 pub const LOCF: &str = "locf";
 pub const INTERPOLATE: &str = "interpolate";
 

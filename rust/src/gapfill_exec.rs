@@ -29,7 +29,8 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
-use crate::gapfill::GAPFILL;
+/// The gap-filling function's name (errors name it).
+pub const GAPFILL: &str = "time_bucket_gapfill";
 
 /// At most this many buckets in one range.
 const MAX_BUCKETS: usize = 10_000_000;

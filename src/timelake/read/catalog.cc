@@ -203,8 +203,9 @@ std::vector<std::string> SortColumns(const internal::TableState& table) {
     }
     for (const auto& f : order["fields"]) {
       if (!f.is_object() || f.value("transform", "") != "identity" ||
-          f.value("direction", "") != "asc" || f.value("null-order", "") != "nulls-first" ||
-          !f.contains("source-id") || !f["source-id"].is_number_integer()) {
+          f.value("direction", "") != "asc" ||
+          f.value("null-order", "") != "nulls-first" || !f.contains("source-id") ||
+          !f["source-id"].is_number_integer()) {
         break;
       }
       const int source = f["source-id"].get<int>();
@@ -440,7 +441,8 @@ TlCatalogCallbacks MakeCatalogCallbacks(
       keys.push_back("timelake.rollups");
       values.push_back(rollups->second);
     }
-    const settings::Resolver table_level(nullptr, nullptr, &table_state.metadata.properties);
+    const settings::Resolver table_level(nullptr, nullptr,
+                                         &table_state.metadata.properties);
     if (auto mode = table_level.Get("time-weighted-mean"); mode && *mode != "auto") {
       keys.push_back("timelake.time_weighted_mean");
       values.push_back(*mode);
