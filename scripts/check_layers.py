@@ -33,6 +33,7 @@ STAGES = [
     "commit",
     "read",
     "maintain",
+    "upgrade",
     "api",
     "cli",
 ]

@@ -11,6 +11,8 @@
 //! - [`runtime`]: the crate's tokio runtime and the sync/async bridges.
 //! - [`m4`], [`twm`] (with [`tsargs`]): the time-series aggregates
 //!   `m4`, `time_weighted_mean` and `time_weighted_state`.
+//! - [`timetravel`]: the table functions `as_of` and `snapshots`;
+//!   [`fieldids`]: data file columns found by Iceberg field id.
 
 pub mod callbacks;
 pub mod catalog;
@@ -18,6 +20,7 @@ pub mod datetrunc;
 pub mod dedup;
 pub mod error;
 pub mod ffi;
+pub mod fieldids;
 pub mod filters;
 pub mod footers;
 pub mod lastvalue;
@@ -29,6 +32,7 @@ pub mod session;
 pub mod settings;
 pub mod store;
 pub mod stream;
+pub mod timetravel;
 pub mod trace;
 pub mod tsargs;
 pub mod twm;

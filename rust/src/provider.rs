@@ -35,6 +35,7 @@ use serde_json::json;
 use crate::callbacks::Callbacks;
 use crate::dedup::DedupExec;
 use crate::error::{TlError, TlResult};
+use crate::fieldids::FieldIdAdapterFactory;
 use crate::filters::translate_filters;
 use crate::footers;
 use crate::naming::NamingReaderFactory;
@@ -42,7 +43,8 @@ use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::Store;
 
-/// One table of the catalog, as resolved for one query.
+/// One table of the catalog, as resolved for one query: at its newest
+/// version, or as of one of its snapshots (time travel, [`crate::timetravel`]).
 #[derive(Debug)]
 pub struct TimelakeTable {
     schema_name: String,
@@ -50,6 +52,8 @@ pub struct TimelakeTable {
     schema: SchemaRef,
     callbacks: Arc<Callbacks>,
     store: Arc<Store>,
+    /// The snapshot read instead of the current one.
+    snapshot_id: Option<i64>,
 }
 
 impl TimelakeTable {
@@ -66,7 +70,23 @@ impl TimelakeTable {
             schema,
             callbacks,
             store,
+            snapshot_id: None,
         }
+    }
+
+    /// The same table read as of `snapshot_id` (its schema is the one the
+    /// table had at that snapshot).
+    pub fn at_snapshot(mut self, snapshot_id: i64) -> Self {
+        self.snapshot_id = Some(snapshot_id);
+        self
+    }
+
+    /// Adds the snapshot read (if any) to a `plan_scan` request.
+    fn pinned(&self, mut request: serde_json::Value) -> String {
+        if let Some(id) = self.snapshot_id {
+            request["snapshot_id"] = json!(id);
+        }
+        request.to_string()
     }
 
     /// The `plan_scan` request (format documented in the header).
@@ -89,13 +109,12 @@ impl TimelakeTable {
                 .map(|&i| self.schema.field(i).name().clone())
                 .collect::<Vec<_>>()
         });
-        json!({
+        self.pinned(json!({
             "filters": translate_filters(filters, &self.schema),
             "projection": projection,
             "limit": limit,
             "settings": settings,
-        })
-        .to_string()
+        }))
     }
 
     /// Reads the `plan_scan` answer (a batch laid out as the header says)
@@ -192,11 +211,10 @@ impl TimelakeTable {
         partition_by: &[String],
         order_by: &str,
     ) -> TlResult<Option<RecordBatch>> {
-        let request = json!({
+        let request = self.pinned(json!({
             "filters": [],
             "last_values": {"partition_by": partition_by, "order_by": order_by},
-        })
-        .to_string();
+        }));
         let answer = runtime::call_blocking_sync(|| {
             self.callbacks
                 .plan_scan(&self.schema_name, &self.table_name, &request)
@@ -259,7 +277,10 @@ impl TimelakeTable {
         // index, bloom filters; row-level too with
         // `datafusion.execution.parquet.pushdown_filters`). Setting it here
         // as well would make the source evaluate every filter twice.
+        // Columns are found in each file by Iceberg field id, so that files
+        // written before a rename or a widening read right.
         let mut builder = FileScanConfigBuilder::new(object_store_url, Arc::new(source))
+            .with_expr_adapter(Some(Arc::new(FieldIdAdapterFactory)))
             .with_file_groups(groups)
             .with_projection_indices(projection)?
             .with_limit(limit);

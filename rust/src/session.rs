@@ -27,6 +27,7 @@ use crate::settings::TimelakeOptions;
 use crate::store::redact;
 use crate::store::Store;
 use crate::stream;
+use crate::timetravel::{AsOf, Snapshots};
 use crate::twm::TimeWeighted;
 
 pub const CATALOG: &str = "timelake";
@@ -97,6 +98,12 @@ impl Session {
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
         let secrets = store.secrets();
+        // Time travel: as_of(table, snapshot | time), snapshots(table).
+        ctx.register_udtf(
+            "as_of",
+            Arc::new(AsOf::new(Arc::clone(&callbacks), Arc::clone(&store))),
+        );
+        ctx.register_udtf("snapshots", Arc::new(Snapshots::new(Arc::clone(&callbacks))));
         ctx.register_catalog(CATALOG, Arc::new(TimelakeCatalog::new(callbacks, store)));
         Ok(Self {
             ctx,

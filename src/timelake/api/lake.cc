@@ -39,6 +39,7 @@ arrow::Result<Table> Lake::CreateTable(std::string_view name_text,
   const std::string context = "creating table " + name.ToString();
   auto props = internal::NewTableProperties(options);
   if (!props.ok()) return WithContext(props.status(), context);
+  (*props)[internal::property::kFormatVersion] = state_->format_version;
   const std::string ingest = options.time_column ? "_ingest_ts" : "";
   auto normalized =
       write::NormalizeSchema(schema, options.time_column, options.series_key, ingest);

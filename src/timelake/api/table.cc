@@ -7,9 +7,11 @@
 #include "timelake/commit/changes.h"
 #include "timelake/commit/commit.h"
 #include "timelake/format/manifest.h"
+#include "timelake/format/schema.h"
 #include "timelake/maintain/maintain.h"
 #include "timelake/settings.h"
 #include "timelake/state/state.h"
+#include "timelake/upgrade/upgrade.h"
 #include "timelake/util/uuid.h"
 #include "timelake/versions/versions.h"
 #include "timelake/write/data_writer.h"
@@ -26,9 +28,7 @@ std::chrono::microseconds Since(Clock::time_point start) {
 }
 
 arrow::Status WritableFormat(const internal::TableState& table) {
-  return internal::CheckFormatVersion(table.name.ToString(),
-                                      internal::FormatVersionOf(table.metadata),
-                                      internal::FormatAccess::kWrite);
+  return internal::CheckTableFormat(table, internal::FormatAccess::kWrite);
 }
 
 // Removes what an append wrote when it will not be committed.
@@ -76,32 +76,7 @@ TableInfo Table::Info() const {
 }
 
 std::vector<SnapshotInfo> Table::Snapshots() const {
-  const auto& m = state_->metadata;
-  std::set<int64_t> history;
-  for (const auto* s = m.CurrentSnapshot(); s != nullptr;
-       s = s->parent_snapshot_id ? m.FindSnapshot(*s->parent_snapshot_id) : nullptr) {
-    if (!history.insert(s->snapshot_id).second) break;  // a cycle: malformed
-  }
-  std::vector<SnapshotInfo> out;
-  for (const auto& s : m.snapshots) {
-    SnapshotInfo info;
-    info.snapshot_id = s.snapshot_id;
-    info.parent_id = s.parent_snapshot_id;
-    info.sequence_number = s.sequence_number;
-    info.timestamp_ms = s.timestamp_ms;
-    if (auto it = s.summary.find(format::summary::kOperation); it != s.summary.end())
-      info.operation = it->second;
-    info.rows = format::SummaryInt(s, format::summary::kTotalRecords);
-    if (auto it = s.summary.find(format::summary::kBatchId); it != s.summary.end())
-      info.batch_id = it->second;
-    info.current = m.current_snapshot_id == s.snapshot_id;
-    info.in_history = history.count(s.snapshot_id) > 0;
-    out.push_back(std::move(info));
-  }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.sequence_number < b.sequence_number;
-  });
-  return out;
+  return internal::SnapshotsOf(state_->metadata);
 }
 
 arrow::Result<Table> Table::Rollback(int64_t snapshot_id) const {
@@ -112,6 +87,58 @@ arrow::Result<Table> Table::Rollback(int64_t snapshot_id) const {
   copts.context = context;
   TIMELAKE_ASSIGN_OR_RAISE(auto outcome, commit::Commit(state_, &change, copts));
   return Table(std::move(outcome.state));
+}
+
+SchemaChange SchemaChange::AddColumn(std::string column,
+                                     std::shared_ptr<arrow::DataType> type) {
+  SchemaChange c;
+  c.kind = Kind::kAddColumn;
+  c.column = std::move(column);
+  c.type = std::move(type);
+  return c;
+}
+
+SchemaChange SchemaChange::RenameColumn(std::string column, std::string new_name) {
+  SchemaChange c;
+  c.kind = Kind::kRenameColumn;
+  c.column = std::move(column);
+  c.new_name = std::move(new_name);
+  return c;
+}
+
+SchemaChange SchemaChange::WidenColumn(std::string column,
+                                       std::shared_ptr<arrow::DataType> type) {
+  SchemaChange c;
+  c.kind = Kind::kWidenColumn;
+  c.column = std::move(column);
+  c.type = std::move(type);
+  return c;
+}
+
+arrow::Result<Table> Table::EvolveSchema(const std::vector<SchemaChange>& changes) const {
+  const std::string context = "changing the schema of " + state_->name.ToString();
+  if (changes.empty()) return Invalid(context + ": no change given");
+  // Checked on this handle's version first, so that a bad change writes
+  // nothing (the commit checks again on the version it lands on).
+  int last_column_id = state_->metadata.last_column_id;
+  auto checked = format::EvolveSchema(state_->metadata.CurrentSchema(), changes,
+                                      commit::FixedColumns(*state_),
+                                      commit::NextSchemaId(state_->metadata),
+                                      &last_column_id);
+  if (!checked.ok()) return WithContext(checked.status(), context);
+  TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*state_), context));
+  commit::SchemaEvolution change(changes, context);
+  commit::CommitOptions copts;
+  copts.context = context;
+  TIMELAKE_ASSIGN_OR_RAISE(auto outcome, commit::Commit(state_, &change, copts));
+  return Table(std::move(outcome.state));
+}
+
+arrow::Result<std::pair<Table, UpgradeReport>> Table::Upgrade(
+    const UpgradeOptions& options) const {
+  UpgradeReport report;
+  TIMELAKE_ASSIGN_OR_RAISE(auto table, internal::RunUpgrade(state_, options, &report));
+  return std::make_pair(Table(std::move(table)), std::move(report));
 }
 
 arrow::Result<Table> Table::Refresh() const {
@@ -340,24 +367,8 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
     TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunRetention(table, rules, step, &report));
   }
   if (options.compact) {
-    // Passes until no partition was split by the merge budget; each pass
-    // merges the previous one's outputs (a few passes for any size).
-    std::optional<std::set<std::optional<int32_t>>> again;
-    for (int pass = 0; pass < 8 && (!again || !again->empty()); ++pass) {
-      TIMELAKE_ASSIGN_OR_RAISE(auto files, internal::ListLiveFiles(*table));
-      if (again) {
-        std::erase_if(files, [&](const format::LiveFile& f) {
-          return !again->count(internal::PartitionValueOf(f));
-        });
-      }
-      again.emplace();
-      for (const auto& job : internal::PlanFull(files, *table, rules,
-                                                /*cold_only=*/false, SIZE_MAX)) {
-        TIMELAKE_ASSIGN_OR_RAISE(table,
-                                 internal::RunRewrite(table, job, rules, step, &report));
-        if (job.partial) again->insert(job.partition);
-      }
-    }
+    TIMELAKE_ASSIGN_OR_RAISE(table,
+                             internal::RunCompaction(table, rules, step, &report));
   }
   if (options.expire) {
     TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunExpiry(table, rules, 1, step, &report));

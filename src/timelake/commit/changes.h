@@ -41,6 +41,35 @@ class RollbackChange : public Change {
   const std::string context_;
 };
 
+// The columns of `table` whose name and type stay (schema evolution), each
+// with why: the time column, the series key, the insertion-time column and
+// the sources of the partition spec and of the sort order.
+std::map<std::string, std::string> FixedColumns(const internal::TableState& table);
+
+// A schema change (Table::EvolveSchema): `changes` applied to the current
+// schema of whatever version wins, as a new schema made current. Errors of
+// Rebase: kInvalid when the changes do not apply to that schema.
+class SchemaEvolution : public Change {
+ public:
+  SchemaEvolution(std::vector<SchemaChange> changes, std::string context)
+      : changes_(std::move(changes)), context_(std::move(context)) {}
+
+  arrow::Result<std::optional<format::TableMetadata>> Rebase(
+      const internal::TableState& base, Attempt* attempt) override;
+
+ private:
+  const std::vector<SchemaChange> changes_;
+  const std::string context_;
+};
+
+// `metadata` with `schema` (an Iceberg schema object whose schema-id is
+// new) added and made current; `last_column_id` is the highest field id.
+void AddCurrentSchema(format::TableMetadata* metadata, nlohmann::json schema,
+                      int last_column_id);
+
+// A schema id no schema of `metadata` has.
+int NextSchemaId(const format::TableMetadata& metadata);
+
 // A change of table properties: the same edit over whatever version wins.
 class PropertyChange : public Change {
  public:

@@ -163,30 +163,43 @@ std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
 }
 
 bool NeedsRewrite(const std::vector<const format::LiveFile*>& files,
-                  const TableState& table, const MaintainRules& rules) {
+                  const TableState& table, const MaintainRules& rules, std::string* why) {
   if (files.empty()) return false;
   const int64_t sort_order = table.metadata.doc.value("default-sort-order-id", 0);
   int64_t bytes = 0;
+  int64_t unsorted = 0;
   for (const auto* f : files) {
     bytes += f->data_file.file_size_in_bytes;
     if (table.contract.time_column && sort_order != 0 &&
         f->data_file.sort_order_id != sort_order) {
-      return true;  // another engine's file, maybe unsorted
+      ++unsorted;  // another engine's file, maybe unsorted
+      if (why == nullptr) return true;
     }
   }
+  std::vector<std::string> reasons;
+  if (unsorted > 0) reasons.push_back(std::to_string(unsorted) + " unsorted");
   const int64_t needed =
       std::max<int64_t>(1, (bytes + rules.target_bytes - 1) / rules.target_bytes);
-  if (static_cast<int64_t>(files.size()) > needed) return true;
-  if (table.contract.dedup && table.contract.time_column && files.size() > 1) {
+  if (static_cast<int64_t>(files.size()) > needed) {
+    if (why == nullptr) return true;
+    reasons.push_back(std::to_string(files.size()) + " files where " +
+                      std::to_string(needed) + (needed == 1 ? " suffices" : " suffice"));
+  }
+  if (reasons.empty() && table.contract.dedup && table.contract.time_column &&
+      files.size() > 1) {
     std::vector<const format::DataFile*> data;
     for (const auto* f : files) data.push_back(&f->data_file);
     if (!read::KeyOverlapGroups(data, table.contract.series_key,
                                 *table.contract.time_column, *table.schema)
              .empty()) {
-      return true;
+      reasons.push_back("files that may share keys");
     }
   }
-  return false;
+  if (why != nullptr) {
+    why->clear();
+    for (const auto& r : reasons) *why += (why->empty() ? "" : ", ") + r;
+  }
+  return !reasons.empty();
 }
 
 std::vector<Rewrite> PlanFull(const std::vector<format::LiveFile>& files,
