@@ -66,7 +66,7 @@ rust-test: setup
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
 
 compat-test: release setup-test
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability tests/engines
 
 # Dependencies point one way: no include from a lower stage of src/timelake/
 # to a higher one, no import cycle in rust/src (scripts/check_layers.py).
@@ -77,7 +77,7 @@ test: setup-test layers release
 	ctest --preset release -j $(JOBS)
 	@$(MAKE) --no-print-directory asan
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability tests/python
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability tests/engines tests/python
 
 # The sanitizers' run-time options for `make asan` (and so `make test`). Each
 # finding fails its test: ASAN and LSan exit non-zero, and UBSAN aborts (the

@@ -114,6 +114,38 @@ struct TableOptions {
   std::map<std::string, std::string> properties;
 };
 
+// Which rollups a refresh brings up to date (SPEC §8).
+enum class RollupRefresh {
+  kNone,  // none
+  kDue,   // those whose timelake.rollup-refresh-interval has passed since
+          // their last refresh (the rollup table's setting, else the raw
+          // table's; 5 minutes by default)
+  kAll,   // every rollup of the table
+};
+
+// What one rollup refresh did.
+struct RollupRefreshReport {
+  std::string rollup;  // "ns.name"
+  // Rollup rows written (buckets recomputed x groups present).
+  int64_t rows = 0;
+  // Time ranges of the raw table recomputed (0: it was up to date).
+  int64_t ranges = 0;
+  // Recomputed from scratch: the snapshot it reflected is gone from the raw
+  // table's history, or it had never been refreshed.
+  bool rebuilt = false;
+  // The raw snapshot it reflects afterwards (none: the raw table is empty).
+  std::optional<int64_t> source_snapshot_id;
+  // Why it failed ("" when it did not); the rollup then reflects what it
+  // did before, and queries read the rest from raw data.
+  std::string error;
+  // Inline maintenance of the rollup table after the refresh, as after an
+  // append (unless the rollup's timelake.auto-maintain is false): files it
+  // rewrote, and why it failed ("" when it did not); the refresh stands
+  // either way.
+  int64_t files_rewritten = 0;
+  std::string maintenance_error;
+};
+
 // Options for Table::Append.
 struct AppendOptions {
   // Makes the append idempotent: an id already recorded in the table's
@@ -134,6 +166,10 @@ struct AppendOptions {
   // the stream. The other Append ignores it. Values below 1 count as 1.
   // Default: 1,000,000.
   int64_t buffer_rows = 1000000;
+  // The table's rollups refreshed after the commit (and inline
+  // maintenance); a failure is reported in AppendResult::rollups and never
+  // undoes the append. Default: kDue.
+  RollupRefresh refresh_rollups = RollupRefresh::kDue;
 };
 
 // Options for Table::Maintain. Every step is on by default; the rules come
@@ -164,6 +200,8 @@ struct MaintainOptions {
   // Called with one line per step and partition done, e.g.
   // "compacted time_day=2026-04-01: 12 files -> 1". Default: none.
   std::function<void(const std::string&)> progress;
+  // The table's rollups refreshed at the end. Default: kAll.
+  RollupRefresh refresh_rollups = RollupRefresh::kAll;
 };
 
 // What maintenance did (Table::Maintain, or inline after an append).
@@ -188,6 +226,8 @@ struct MaintainReport {
   int64_t conflicts = 0;
   int64_t version = 0;  // table version afterwards
   std::chrono::microseconds duration{0};
+  // Table::Maintain: the refreshes of the table's rollups.
+  std::vector<RollupRefreshReport> rollups;
 
   // Whether anything was changed.
   bool changed() const { return commits > 0 || orphans_deleted > 0; }
@@ -360,6 +400,9 @@ struct AppendResult {
   MaintainReport maintenance;
   // Why inline maintenance failed ("" when it did not); the append stands.
   std::string maintenance_error;
+  // The refreshes of the table's rollups that were due (AppendOptions::
+  // refresh_rollups); a failed one says why in its `error`.
+  std::vector<RollupRefreshReport> rollups;
 };
 
 // Summary of a table version, for `timelake info`.
@@ -377,6 +420,22 @@ struct TableInfo {
   int64_t bytes = 0;
   int64_t snapshots = 0;
   std::map<std::string, std::string> properties;
+  // A rollup table: the table it rolls up ("ns.name"), empty otherwise.
+  std::string rollup_of;
+  // A raw table: its rollups and how fresh each is.
+  struct Rollup {
+    std::string name;    // "ns.name"
+    std::string bucket;  // "1h", "1mo", …
+    // The raw snapshot its rows reflect, and when it was last refreshed
+    // (milliseconds since the epoch); none: never refreshed or unreadable.
+    std::optional<int64_t> source_snapshot_id;
+    std::optional<int64_t> refreshed_ms;
+    // Raw commits since that snapshot (0: up to date).
+    int64_t behind = 0;
+    // Why it cannot answer queries ("" when it can).
+    std::string problem;
+  };
+  std::vector<Rollup> rollups;
 };
 
 // One snapshot a table version keeps (Table::Snapshots).
@@ -431,9 +490,12 @@ class Lake {
   // inline v1 manifests), kStorage.
   arrow::Result<Table> LoadTable(std::string_view name) const;
   // Deletes a table and all its files, metadata first (a failure part-way
-  // leaves no table, only unreferenced files). Errors: kInvalid (the name),
-  // kNotFound, kStorage.
-  arrow::Status DropTable(std::string_view name) const;
+  // leaves no table, only unreferenced files). A rollup table leaves its raw
+  // table's list of rollups first; a raw table's rollups are dropped with it
+  // (their names go to `dropped_rollups` when given). Errors: kInvalid (the
+  // name), kNotFound, kStorage.
+  arrow::Status DropTable(std::string_view name,
+                          std::vector<std::string>* dropped_rollups = nullptr) const;
 
  private:
   friend class Table;
@@ -613,6 +675,23 @@ struct SessionSettings {
   arrow::Status Set(std::string_view name, std::string_view value);
 };
 
+// CREATE, REFRESH or DROP MATERIALIZED ROLLUP, as Session::Parse reads it
+// (docs/sql.md):
+//   CREATE MATERIALIZED ROLLUP [IF NOT EXISTS] ns.name AS SELECT …
+//     [WITH (refresh_interval = '5m')]
+//   REFRESH MATERIALIZED ROLLUP ns.name
+//   DROP MATERIALIZED ROLLUP [IF EXISTS] ns.name
+struct RollupStatement {
+  enum class Kind { kCreate, kRefresh, kDrop };
+  Kind kind = Kind::kCreate;
+  std::string name;            // the rollup, as written ("ns.name" or "name")
+  bool if_not_exists = false;  // CREATE … IF NOT EXISTS
+  bool if_exists = false;      // DROP … IF EXISTS
+  std::string select;          // CREATE: the text after AS, without WITH (…)
+  // CREATE: WITH (key = 'value', …), keys lower-cased, values unquoted.
+  std::map<std::string, std::string> options;
+};
+
 // One statement of a SQL script, as Session::Parse splits it.
 struct Statement {
   enum class Kind {
@@ -629,8 +708,11 @@ struct Statement {
   // kSet: the name and the value, unquoted ("timelake.read_dedup", "false").
   // kDelete: the table ("ns.table" or "table") and the predicate, empty for
   // every row.
+  // kRollup: the rollup's name; `rollup` has the rest.
   std::string name;
   std::string value;
+  // kRollup: the statement's parts.
+  std::optional<RollupStatement> rollup;
 };
 
 // A SQL session over a lake: catalog "timelake", namespaces as schemas, bare

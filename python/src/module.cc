@@ -65,6 +65,24 @@ nb::dict MaintainDict(const MaintainReport& r) {
   return d;
 }
 
+// Rollup refreshes as a list of dicts (an append's, or maintain's).
+nb::list RollupsList(const std::vector<RollupRefreshReport>& reports) {
+  nb::list out;
+  for (const auto& r : reports) {
+    nb::dict d;
+    d["rollup"] = r.rollup;
+    d["rows"] = r.rows;
+    d["ranges"] = r.ranges;
+    d["rebuilt"] = r.rebuilt;
+    d["source_snapshot_id"] = r.source_snapshot_id;
+    if (!r.error.empty()) d["error"] = r.error;
+    d["files_rewritten"] = r.files_rewritten;
+    if (!r.maintenance_error.empty()) d["maintenance_error"] = r.maintenance_error;
+    out.append(d);
+  }
+  return out;
+}
+
 void AddReport(MaintainReport& into, const MaintainReport& r) {
   into.partitions_dropped += r.partitions_dropped;
   into.files_dropped += r.files_dropped;
@@ -252,6 +270,21 @@ nb::dict InfoDict(const Table& table) {
   d["bytes"] = info.bytes;
   d["snapshots"] = info.snapshots;
   d["properties"] = info.properties;
+  d["rollup_of"] = info.rollup_of.empty() ? nb::object(nb::none())
+                                          : nb::object(nb::str(info.rollup_of.c_str()));
+  nb::list rollups;
+  for (const auto& r : info.rollups) {
+    nb::dict e;
+    e["name"] = r.name;
+    e["bucket"] = r.bucket;
+    e["source_snapshot_id"] = r.source_snapshot_id;
+    e["refreshed_ms"] = r.refreshed_ms;
+    e["behind"] = r.behind;
+    e["problem"] = r.problem.empty() ? nb::object(nb::none())
+                                     : nb::object(nb::str(r.problem.c_str()));
+    rollups.append(e);
+  }
+  d["rollups"] = rollups;
   return d;
 }
 
@@ -273,6 +306,7 @@ struct AppendTotals {
   bool maintenance_ran = false;
   MaintainReport maintenance;
   std::string maintenance_error;
+  std::vector<RollupRefreshReport> rollups;
 };
 
 // Appends what `reader` yields to `table`: one commit of everything when
@@ -327,6 +361,7 @@ arrow::Result<std::pair<Table, AppendTotals>> AppendReader(
       AddReport(totals.maintenance, r.maintenance);
     }
     if (!r.maintenance_error.empty()) totals.maintenance_error = r.maintenance_error;
+    totals.rollups.insert(totals.rollups.end(), r.rollups.begin(), r.rollups.end());
     return arrow::Status::OK();
   };
   while (true) {
@@ -387,15 +422,17 @@ std::pair<Table, nb::dict> Append(const Table& table, nb::handle data,
   d["duplicate"] = t.commits == 0 && t.duplicate_commits > 0;
   if (t.maintenance_ran) d["maintenance"] = MaintainDict(t.maintenance);
   if (!t.maintenance_error.empty()) d["maintenance_error"] = t.maintenance_error;
+  if (!t.rollups.empty()) d["rollups"] = RollupsList(t.rollups);
   return {std::move(result.first), std::move(d)};
 }
 
 std::pair<Table, nb::dict> Maintain(const Table& table, bool retention, bool compact,
                                     bool expire, bool clean_orphans,
                                     std::optional<int64_t> orphan_age_ms,
-                                    int max_commit_attempts) {
+                                    int max_commit_attempts, bool rollups) {
   MaintainOptions options;
   options.max_commit_attempts = max_commit_attempts;
+  options.refresh_rollups = rollups ? RollupRefresh::kAll : RollupRefresh::kNone;
   options.retention = retention;
   options.compact = compact;
   options.expire = expire;
@@ -411,7 +448,9 @@ std::pair<Table, nb::dict> Maintain(const Table& table, bool retention, bool com
     nb::gil_scoped_release release;
     return ValueOrThrow(table.Maintain(options));
   }();
-  return {std::move(done.first), MaintainDict(done.second)};
+  nb::dict report = MaintainDict(done.second);
+  if (!done.second.rollups.empty()) report["rollups"] = RollupsList(done.second.rollups);
+  return {std::move(done.first), report};
 }
 
 Table SetProperties(const Table& table,
@@ -572,7 +611,7 @@ NB_MODULE(_timelake, m) {
            "Appends Arrow data; returns the new version and the statistics.")
       .def("maintain", &Maintain, "retention"_a = true, "compact"_a = true,
            "expire"_a = true, "clean_orphans"_a = true, "orphan_age_ms"_a = nb::none(),
-           "max_commit_attempts"_a = 20,
+           "max_commit_attempts"_a = 20, "rollups"_a = true,
            "Runs maintenance; returns the new version and the report.")
       .def("upgrade", &Upgrade, "dry_run"_a = false, "compact"_a = true,
            "keep_snapshots_ms"_a = nb::none(), "time_column"_a = nb::none(),

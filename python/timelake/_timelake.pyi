@@ -78,6 +78,7 @@ class Table:
         clean_orphans: bool = True,
         orphan_age_ms: Optional[int] = None,
         max_commit_attempts: int = 20,
+        rollups: bool = True,
     ) -> tuple["Table", dict[str, Any]]:
         """Runs maintenance; returns the new version and the report."""
     def upgrade(

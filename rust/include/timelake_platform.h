@@ -299,6 +299,27 @@ typedef struct TlCatalogCallbacks {
   // into the sink with tl_sink_set_batch; no batch when it does not answer.
   // The engine keeps no copy of the rows between queries: C++ owns the one
   // cache of decoded indexes.
+  // A request {"rollups": {}, "settings": {…}} asks what the table's
+  // rollups can answer now, as JSON text written to the sink (no batch):
+  //   {"routing": bool  (timelake.rollup-routing of the session or table),
+  //    "rollups": [{"schema": "iot", "name": "readings_1h", "usable": bool,
+  //                 "groups": [...], "bucket_column": "bucket",
+  //                 "bucket": {"kind": "fixed", "width_us": N, "origin_us": N}
+  //                           or {"kind": "months", "months": N, "origin_us": N},
+  //                 "aggregates": [{"name": "sum_temp", "function": "sum",
+  //                                 "column": "temp" (absent for count(*))}, ...],
+  //                 "dirty": [[lo, hi], ...]}, ...]}
+  // where "dirty" lists the time ranges [lo, hi) of the raw table (in
+  // microseconds, null for unbounded) whose rows the rollup does not reflect
+  // (committed or removed since its refresh); they need not be aligned to
+  // buckets. "usable" is false for a rollup that cannot answer at all (not
+  // refreshed yet, refreshed from a snapshot the table no longer descends
+  // from, its definition unreadable). Functions: "count" (no column:
+  // count(*)), "sum", "min", "max", "avg", "first_value", "last_value",
+  // "m4", "time_weighted_mean", "time_weighted_mean:linear".
+  // The schema table_schema answers carries metadata "timelake.time-column"
+  // (the time column, absent for plain tables) and "timelake.rollups" (the
+  // table's rollups, comma-separated) for the engine; it strips them.
   int (*plan_scan)(void* ctx, const char* schema, const char* table,
                    const char* request_json, TlSink* out);
   // Called once when the session has been freed and no result stream of it
@@ -387,6 +408,21 @@ void tl_session_interrupt(const TlSession* session);
 // a released stream or a stream that tl_session_sql did not make. Not
 // concurrently with another call on the same stream.
 TlCode tl_stream_error_code(struct ArrowArrayStream* stream);
+
+// Reads the SELECT of a CREATE MATERIALIZED ROLLUP statement (planned, not
+// run) and writes its shape as JSON to `out_json` (free with tl_string_free):
+//   {"source": {"schema": "iot", "table": "readings"}, "time_column": "time",
+//    "bucket": {"name": "bucket", "kind": "fixed", "width_us": N, "origin_us": N}
+//              or {"name": …, "kind": "months", "months": N, "origin_us": N},
+//    "groups": ["device_id", …],
+//    "aggregates": [{"name": "avg_temp", "function": "avg", "column": "temp"}, …],
+//    "columns": [every output column name, in SELECT order]}
+// Aggregate functions are named as in the `rollups` answer of plan_scan.
+// TL_INVALID names the part that a rollup cannot store (a WHERE, a join, an
+// aggregate other than those, an explicit cast, no time bucket, …); a table
+// that does not exist is TL_INVALID with DataFusion's message.
+TlCode tl_session_describe_rollup(TlSession* session, const char* select, char** out_json,
+                                  char** err);
 
 // Like tl_session_sql with EXPLAIN ANALYZE: writes the executed plan with its
 // metrics (files, row groups and pages pruned or read) as text. Interrupted

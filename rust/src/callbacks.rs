@@ -292,6 +292,7 @@ impl Callbacks {
         match answer {
             Answer::Found(mut sink) => Ok(ScanAnswer {
                 rows: sink.take_batch(&what)?,
+                text: sink.text(),
             }),
             Answer::NotFound => Err(TlError::new(
                 TlCode::NotFound,
@@ -302,10 +303,12 @@ impl Callbacks {
 }
 
 /// What `plan_scan` answered: the rows C++ moved into the sink (the files
-/// to read, or the last-value index), if any.
+/// to read, or the last-value index), if any, and the text it wrote (the
+/// answer to a `rollups` request).
 #[derive(Debug)]
 pub struct ScanAnswer {
     pub rows: Option<RecordBatch>,
+    pub text: String,
 }
 
 /// One `timelake.*` session setting as C++ describes it.
@@ -397,7 +400,12 @@ impl Callbacks {
     /// The snapshot `at` names and the table's schema at it, or None when
     /// the table does not exist. Without the optional callback a session
     /// has no time travel (TL_UNSUPPORTED).
-    pub fn table_at(&self, schema: &str, table: &str, at: At) -> TlResult<Option<(i64, SchemaRef)>> {
+    pub fn table_at(
+        &self,
+        schema: &str,
+        table: &str,
+        at: At,
+    ) -> TlResult<Option<(i64, SchemaRef)>> {
         let what = format!("table_at({schema}.{table})");
         let Some(table_at) = self.raw.table_at else {
             return Err(TlError::new(
@@ -414,7 +422,13 @@ impl Callbacks {
         let c_request = c_string("time travel request", &request.to_string())?;
         // SAFETY: as in `list_schemas`; the strings outlive the call.
         let answer = self.call(&what, |ctx, out| unsafe {
-            table_at(ctx, c_schema.as_ptr(), c_table.as_ptr(), c_request.as_ptr(), out)
+            table_at(
+                ctx,
+                c_schema.as_ptr(),
+                c_table.as_ptr(),
+                c_request.as_ptr(),
+                out,
+            )
         })?;
         let sink = match answer {
             Answer::NotFound => return Ok(None),

@@ -121,7 +121,7 @@ impl PhysicalExprAdapter for FieldIdAdapter {
                 if let Some(column) = e.downcast_ref::<Column>() {
                     if let Some(name) = self.renames.get(column.name()) {
                         return Ok(Transformed::yes(
-                            Arc::new(Column::new(name, column.index())) as Arc<dyn PhysicalExpr>
+                            Arc::new(Column::new(name, column.index())) as Arc<dyn PhysicalExpr>,
                         ));
                     }
                 }
@@ -142,10 +142,8 @@ mod tests {
     use datafusion::physical_expr::ColumnarValue;
 
     fn with_id(name: &str, data_type: DataType, id: i32) -> Field {
-        Field::new(name, data_type, true).with_metadata(HashMap::from([(
-            FIELD_ID_KEY.to_string(),
-            id.to_string(),
-        )]))
+        Field::new(name, data_type, true)
+            .with_metadata(HashMap::from([(FIELD_ID_KEY.to_string(), id.to_string())]))
     }
 
     /// Evaluates the adapted reads of every table column over `file`.

@@ -11,6 +11,8 @@
 //! - [`runtime`]: the crate's tokio runtime and the sync/async bridges.
 //! - [`m4`], [`twm`] (with [`tsargs`]): the time-series aggregates
 //!   `m4`, `time_weighted_mean` and `time_weighted_state`.
+//! - [`rollup`], [`routing`]: materialized rollups' definitions as SQL
+//!   reads them, and the routing of `GROUP BY time_bucket` queries to them.
 //! - [`timetravel`]: the table functions `as_of` and `snapshots`;
 //!   [`fieldids`]: data file columns found by Iceberg field id.
 
@@ -27,6 +29,8 @@ pub mod lastvalue;
 pub mod m4;
 pub mod naming;
 pub mod provider;
+pub mod rollup;
+pub mod routing;
 pub mod runtime;
 pub mod session;
 pub mod settings;

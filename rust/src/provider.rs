@@ -43,6 +43,12 @@ use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::Store;
 
+/// Schema metadata keys C++ sets on a table's schema in `table_schema`
+/// (taken off before DataFusion sees the schema): the time column, and
+/// whether the table has rollups (`timelake.rollups`, not empty).
+pub const TIME_COLUMN_KEY: &str = "timelake.time-column";
+pub const ROLLUPS_KEY: &str = "timelake.rollups";
+
 /// One table of the catalog, as resolved for one query: at its newest
 /// version, or as of one of its snapshots (time travel, [`crate::timetravel`]).
 #[derive(Debug)]
@@ -54,9 +60,13 @@ pub struct TimelakeTable {
     store: Arc<Store>,
     /// The snapshot read instead of the current one.
     snapshot_id: Option<i64>,
+    time_column: Option<String>,
+    has_rollups: bool,
 }
 
 impl TimelakeTable {
+    /// A table whose schema `table_schema` answered: the metadata keys above
+    /// are read and removed.
     pub fn new(
         schema_name: String,
         table_name: String,
@@ -64,6 +74,19 @@ impl TimelakeTable {
         callbacks: Arc<Callbacks>,
         store: Arc<Store>,
     ) -> Self {
+        let mut metadata = schema.metadata().clone();
+        let time_column = metadata.remove(TIME_COLUMN_KEY).filter(|t| !t.is_empty());
+        let has_rollups = metadata
+            .remove(ROLLUPS_KEY)
+            .is_some_and(|r| !r.trim().is_empty());
+        let schema = if metadata.len() == schema.metadata().len() {
+            schema
+        } else {
+            Arc::new(ArrowSchema::new_with_metadata(
+                schema.fields().clone(),
+                metadata,
+            ))
+        };
         Self {
             schema_name,
             table_name,
@@ -71,13 +94,66 @@ impl TimelakeTable {
             callbacks,
             store,
             snapshot_id: None,
+            time_column,
+            has_rollups,
         }
+    }
+
+    pub fn schema_name(&self) -> &str {
+        &self.schema_name
+    }
+
+    pub fn table_name(&self) -> &str {
+        &self.table_name
+    }
+
+    /// The table's time column (none: not a time-series table).
+    pub fn time_column(&self) -> Option<String> {
+        self.time_column.clone()
+    }
+
+    /// Whether the table lists rollups (`timelake.rollups`).
+    pub fn has_rollups(&self) -> bool {
+        self.has_rollups
+    }
+
+    /// Another table of the same catalog (a rollup of this one), or `None`
+    /// when it does not exist.
+    pub(crate) fn sibling(&self, schema_name: &str, table_name: &str) -> TlResult<Option<Self>> {
+        let schema =
+            runtime::call_blocking_sync(|| self.callbacks.table_schema(schema_name, table_name))?;
+        Ok(schema.map(|schema| {
+            Self::new(
+                schema_name.to_string(),
+                table_name.to_string(),
+                schema,
+                Arc::clone(&self.callbacks),
+                Arc::clone(&self.store),
+            )
+        }))
+    }
+
+    /// What C++ knows of this table's rollups for routing (the `rollups`
+    /// request of `plan_scan`, JSON documented in timelake_platform.h).
+    pub(crate) fn rollups(
+        &self,
+        settings: &std::collections::BTreeMap<String, String>,
+    ) -> TlResult<String> {
+        let request = json!({"rollups": {}, "settings": settings}).to_string();
+        let answer = runtime::call_blocking_sync(|| {
+            self.callbacks
+                .plan_scan(&self.schema_name, &self.table_name, &request)
+        })?;
+        Ok(answer.text)
     }
 
     /// The same table read as of `snapshot_id` (its schema is the one the
     /// table had at that snapshot).
     pub fn at_snapshot(mut self, snapshot_id: i64) -> Self {
         self.snapshot_id = Some(snapshot_id);
+        // A past snapshot is read as it was: never routed to a rollup,
+        // which reflects the newest raw data.
+        self.has_rollups = false;
         self
     }
 

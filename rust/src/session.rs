@@ -17,11 +17,13 @@ use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::callbacks::Callbacks;
-use crate::catalog::TimelakeCatalog;
+use crate::catalog::{TimelakeCatalog, CATALOG};
 use crate::datetrunc::UtcDateTrunc;
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
 use crate::lastvalue::LastValueRewrite;
 use crate::m4::M4;
+use crate::rollup;
+use crate::routing::RollupRouting;
 use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::redact;
@@ -30,7 +32,6 @@ use crate::stream;
 use crate::timetravel::{AsOf, Snapshots};
 use crate::twm::TimeWeighted;
 
-pub const CATALOG: &str = "timelake";
 pub const DEFAULT_SCHEMA: &str = "default";
 
 /// `time_bucket(interval, ts [, origin])`: DataFusion's `date_bin` under
@@ -94,6 +95,8 @@ impl Session {
         ctx.register_udaf(TimeWeighted::mean_udaf());
         ctx.register_udaf(TimeWeighted::state_udaf());
         ctx.add_optimizer_rule(Arc::new(LastValueRewrite));
+        // GROUP BY time_bucket(…) queries read covering rollups (crate::routing).
+        ctx.add_analyzer_rule(Arc::new(RollupRouting));
         // The same client for scans as for the C API: one connection pool,
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
@@ -103,7 +106,10 @@ impl Session {
             "as_of",
             Arc::new(AsOf::new(Arc::clone(&callbacks), Arc::clone(&store))),
         );
-        ctx.register_udtf("snapshots", Arc::new(Snapshots::new(Arc::clone(&callbacks))));
+        ctx.register_udtf(
+            "snapshots",
+            Arc::new(Snapshots::new(Arc::clone(&callbacks))),
+        );
         ctx.register_catalog(CATALOG, Arc::new(TimelakeCatalog::new(callbacks, store)));
         Ok(Self {
             ctx,
@@ -170,6 +176,18 @@ impl Session {
             Arc::clone(&self.secrets),
             Arc::clone(&self.interrupted),
         ))
+    }
+
+    /// The shape of a rollup's defining `SELECT` as JSON (crate::rollup::describe).
+    pub fn describe_rollup(&self, select: &str) -> TlResult<String> {
+        self.interrupted.store(false, Ordering::SeqCst);
+        let ctx = self.ctx.clone();
+        let select = select.to_string();
+        let described = runtime::run_interruptible(
+            async move { rollup::describe(&ctx, &select).await },
+            &self.interrupted,
+        );
+        described?.map_err(|e| self.scrub(e))
     }
 
     /// Runs `EXPLAIN ANALYZE <sql>` and returns the annotated plan.

@@ -24,6 +24,7 @@ use datafusion::error::Result as DFResult;
 use datafusion::logical_expr::{ColumnarValue, Expr};
 
 use crate::callbacks::{At, Callbacks};
+use crate::catalog::CATALOG;
 use crate::error::TlError;
 use crate::provider::TimelakeTable;
 use crate::runtime;
@@ -50,7 +51,9 @@ fn constant(function: &str, expr: &Expr, session: &dyn Session) -> DFResult<Scal
 /// 'timelake.ns.table'. Names are taken as written (no case folding).
 fn table_name(function: &str, expr: &Expr, session: &dyn Session) -> DFResult<(String, String)> {
     let text = match constant(function, expr, session)? {
-        ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => s,
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => s,
         other => {
             return plan_err!(
                 "{function}: the table is given as a string such as 'ns.table', not {other:?}"
@@ -65,7 +68,7 @@ fn table_name(function: &str, expr: &Expr, session: &dyn Session) -> DFResult<(S
             Ok((schema.to_string(), table.to_string()))
         }
         [catalog, schema, table]
-            if *catalog == crate::session::CATALOG && !schema.is_empty() && !table.is_empty() =>
+            if *catalog == CATALOG && !schema.is_empty() && !table.is_empty() =>
         {
             Ok((schema.to_string(), table.to_string()))
         }
@@ -83,12 +86,14 @@ fn millis(function: &str, value: &ScalarValue) -> DFResult<Option<i64>> {
         ScalarValue::TimestampNanosecond(Some(v), _) => Some(floor(*v, 1_000_000)),
         ScalarValue::Date32(Some(days)) => Some(i64::from(*days) * 86_400_000),
         ScalarValue::Date64(Some(v)) => Some(*v),
-        ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => {
             let text = StringArray::from(vec![s.as_str()]);
             let utc = DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("+00:00")));
-            let parsed = arrow::compute::cast(&text, &utc).ok().and_then(|a| {
-                ScalarValue::try_from_array(&a, 0).ok()
-            });
+            let parsed = arrow::compute::cast(&text, &utc)
+                .ok()
+                .and_then(|a| ScalarValue::try_from_array(&a, 0).ok());
             match parsed {
                 Some(ScalarValue::TimestampMicrosecond(Some(v), _)) => Some(floor(v, 1000)),
                 _ => {
@@ -195,6 +200,9 @@ impl TableFunctionImpl for Snapshots {
         let Some(rows) = rows else {
             return plan_err!("{F}: table '{schema}.{table}' not found");
         };
-        Ok(Arc::new(MemTable::try_new(rows.schema(), vec![vec![rows]])?))
+        Ok(Arc::new(MemTable::try_new(
+            rows.schema(),
+            vec![vec![rows]],
+        )?))
     }
 }

@@ -9,7 +9,9 @@
 #include "timelake/format/manifest.h"
 #include "timelake/format/schema.h"
 #include "timelake/maintain/maintain.h"
+#include "timelake/rollup/rollup.h"
 #include "timelake/settings.h"
+#include "timelake/settings/contract.h"
 #include "timelake/state/state.h"
 #include "timelake/upgrade/upgrade.h"
 #include "timelake/util/uuid.h"
@@ -29,6 +31,16 @@ std::chrono::microseconds Since(Clock::time_point start) {
 
 arrow::Status WritableFormat(const internal::TableState& table) {
   return internal::CheckTableFormat(table, internal::FormatAccess::kWrite);
+}
+
+// Rows of a rollup table come from its refreshes only: rows written
+// otherwise would be taken for what its raw table holds.
+arrow::Status NotARollup(const internal::TableState& table) {
+  auto it = table.metadata.properties.find(internal::property::kRollupSource);
+  if (it == table.metadata.properties.end()) return arrow::Status::OK();
+  return Invalid(table.name.ToString() + " is a rollup of " + it->second +
+                 ": its rows come from refreshes (REFRESH MATERIALIZED ROLLUP " +
+                 table.name.ToString() + "), not from appends or deletes");
 }
 
 // Removes what an append wrote when it will not be committed.
@@ -72,6 +84,7 @@ TableInfo Table::Info() const {
   }
   info.snapshots = static_cast<int64_t>(m.snapshots.size());
   info.properties = m.properties;
+  rollup::DescribeRollups(*state_, &info);
   return info;
 }
 
@@ -190,6 +203,7 @@ arrow::Result<std::shared_ptr<const internal::TableState>> AppendBase(
   if (!*duplicate) {
     // Refused before any file is written (the commit asks again).
     TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*base), context));
+    TIMELAKE_RETURN_NOT_OK(WithContext(NotARollup(*base), context));
   }
   return base;
 }
@@ -292,6 +306,8 @@ arrow::Result<Committed> CommitWritten(std::shared_ptr<const internal::TableStat
       result.maintenance_error = maintained.status().message();
     }
   }
+  // Then the rollups that are due: their failures leave the append as it is.
+  result.rollups = rollup::RefreshRollupsOf(out, options.refresh_rollups);
   return std::make_pair(std::move(out), result);
 }
 
@@ -377,6 +393,7 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
     TIMELAKE_RETURN_NOT_OK(
         internal::SweepOrphans(*table, options.orphan_age, step, &report));
   }
+  report.rollups = rollup::RefreshRollupsOf(table, options.refresh_rollups);
   report.version = table->version;
   report.duration = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - start);
@@ -395,6 +412,7 @@ arrow::Result<std::pair<Table, DeleteReport>> Table::Delete(
   TIMELAKE_ASSIGN_OR_RAISE(auto table,
                            internal::LoadTableState(state_->lake, state_->name));
   TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*table), context));
+  TIMELAKE_RETURN_NOT_OK(WithContext(NotARollup(*table), context));
   std::string predicate(where);
   if (predicate.find_first_not_of(" \t\r\n") == std::string::npos) predicate = "true";
   TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunDelete(table, predicate, step, &report));

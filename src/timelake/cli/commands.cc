@@ -147,8 +147,13 @@ constexpr std::array kSubcommands = {
     CommandSpec{"drop", "", "Delete a table and all its files", false, MakeDropCommand},
     CommandSpec{"alter", "",
                 "Set or remove table properties, add, rename or widen columns "
-                "(metadata-only commits, no new snapshot)",
+                "(one commit, no new snapshot)",
                 false, MakeAlterCommand},
+    CommandSpec{
+        "serve", "",
+        "Serve the warehouse as an Iceberg REST catalog (Spark, Trino, PyIceberg, "
+        "DuckDB)",
+        false, MakeServeCommand},
     CommandSpec{"settings", "",
                 "List every timelake.* setting: type, default, levels, description",
                 false, MakeSettingsCommand},

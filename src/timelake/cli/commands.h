@@ -9,6 +9,7 @@
 //   query_commands.cc   sql, latest
 //   table_commands.cc   maintain, delete, rollback, upgrade, info, ls, drop,
 //                       alter
+//   serve_command.cc    serve
 //   commands.cc         settings, demo, and what the groups share
 //
 // Commands run on the calling thread, one per process; nothing here is
@@ -106,6 +107,7 @@ std::unique_ptr<Command> MakeLsCommand();
 std::unique_ptr<Command> MakeDropCommand();
 std::unique_ptr<Command> MakeAlterCommand();
 std::unique_ptr<Command> MakeUpgradeCommand();
+std::unique_ptr<Command> MakeServeCommand();
 std::unique_ptr<Command> MakeSettingsCommand();
 std::unique_ptr<Command> MakeDemoCommand();
 

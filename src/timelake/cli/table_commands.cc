@@ -210,6 +210,16 @@ std::string DedupNote(const TableInfo& info) {
       fmt::join(key, ", "));
 }
 
+// A UTC time of milliseconds since the epoch, "2026-12-03 11:00:50.123".
+std::string UtcMillis(int64_t ms) {
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}", text, static_cast<int>(ms % 1000));
+}
+
 std::string InfoJson(const TableInfo& info, const arrow::Schema& schema) {
   const auto optional_string = [](const std::optional<std::string>& value) {
     return value.has_value() ? JsonQuote(*value) : std::string("null");
@@ -225,16 +235,31 @@ std::string InfoJson(const TableInfo& info, const arrow::Schema& schema) {
     columns.push_back(
         fmt::format("{{\"name\": {}, \"type\": {}}}", JsonQuote(name), JsonQuote(type)));
   }
+  nlohmann::json rollups = nlohmann::json::array();
+  for (const auto& r : info.rollups) {
+    rollups.push_back(
+        {{"name", r.name},
+         {"bucket", r.bucket},
+         {"source_snapshot_id",
+          r.source_snapshot_id ? nlohmann::json(*r.source_snapshot_id) : nullptr},
+         {"refreshed_ms", r.refreshed_ms ? nlohmann::json(*r.refreshed_ms) : nullptr},
+         {"behind", r.behind},
+         {"problem",
+          r.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.problem)}});
+  }
   return fmt::format(
       "{{\"name\": {}, \"location\": {}, \"version\": {}, \"snapshot_id\": {}, "
       "\"time_column\": {}, \"series_key\": [{}], \"chunk\": {}, \"dedup\": {}, "
       "\"rows\": {}, \"files\": {}, \"bytes\": {}, \"snapshots\": {}, "
-      "\"columns\": [{}], \"properties\": {{{}}}}}",
+      "\"columns\": [{}], \"properties\": {{{}}}, \"rollup_of\": {}, "
+      "\"rollups\": {}}}",
       JsonQuote(info.name), JsonQuote(info.location), info.version,
       info.snapshot_id.has_value() ? std::to_string(*info.snapshot_id) : "null",
       optional_string(info.time_column), fmt::join(series_key, ", "),
       JsonQuote(info.chunk), info.dedup ? "true" : "false", info.rows, info.files,
-      info.bytes, info.snapshots, fmt::join(columns, ", "), fmt::join(properties, ", "));
+      info.bytes, info.snapshots, fmt::join(columns, ", "), fmt::join(properties, ", "),
+      info.rollup_of.empty() ? std::string("null") : JsonQuote(info.rollup_of),
+      rollups.dump());
 }
 
 std::string InfoText(const TableInfo& info, const arrow::Schema& schema) {
@@ -258,6 +283,26 @@ std::string InfoText(const TableInfo& info, const arrow::Schema& schema) {
   row("size",
       fmt::format("{} ({} bytes)", FormatBytes(info.bytes), FormatInteger(info.bytes)));
   row("snapshots", FormatInteger(info.snapshots));
+  if (!info.rollup_of.empty()) {
+    row("rollup of", info.rollup_of + " (its rows come from refreshes)");
+  }
+  if (!info.rollups.empty()) {
+    text += "rollups\n";
+    for (const auto& r : info.rollups) {
+      std::string state;
+      if (!r.problem.empty()) {
+        state = r.problem;
+      } else if (r.behind == 0) {
+        state = "up to date";
+      } else {
+        state = fmt::format("{} commit{} behind (queries read those from raw data)",
+                            r.behind, r.behind == 1 ? "" : "s");
+      }
+      if (r.refreshed_ms) state += ", refreshed " + UtcMillis(*r.refreshed_ms) + " UTC";
+      text += fmt::format("  {} ({}): {}\n", r.name, r.bucket.empty() ? "?" : r.bucket,
+                          state);
+    }
+  }
   text += "columns\n";
   const auto columns = Columns(schema);
   size_t width = 0;
@@ -272,16 +317,6 @@ std::string InfoText(const TableInfo& info, const arrow::Schema& schema) {
     }
   }
   return text;
-}
-
-// A UTC time of milliseconds since the epoch, "2026-12-03 11:00:50.123".
-std::string UtcMillis(int64_t ms) {
-  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}", text, static_cast<int>(ms % 1000));
 }
 
 // `info --snapshots`: one line (or JSON object) per snapshot kept.
@@ -390,7 +425,18 @@ class LsCommand : public Command {
     ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(auto tables, lake.ListTables(ns_));
     std::string text;
-    for (const auto& name : tables) text += name.ToString() + "\n";
+    for (const auto& name : tables) {
+      text += name.ToString();
+      // Rollup tables are marked with the table they roll up.
+      auto table = lake.LoadTable(name.ToString());
+      if (table.ok()) {
+        auto source = table->properties().find("timelake.rollup-source");
+        if (source != table->properties().end()) {
+          text += "  (rollup of " + source->second + ")";
+        }
+      }
+      text += "\n";
+    }
     std::cout << text << std::flush;
     return arrow::Status::OK();
   }
@@ -408,13 +454,19 @@ class DropCommand : public Command {
 
   arrow::Status Run(const GlobalArgs& global) override {
     auto lake = OpenLake(global, WarehouseUse::kExisting);
-    auto status = lake.ok() ? lake->DropTable(table_) : lake.status();
+    std::vector<std::string> rollups;
+    auto status = lake.ok() ? lake->DropTable(table_, &rollups) : lake.status();
     if (!status.ok() && if_exists_ && KindOf(status) == ErrorKind::kNotFound) {
       std::cerr << table_ << " does not exist" << std::endl;
       return arrow::Status::OK();
     }
     ARROW_RETURN_NOT_OK(status);
-    std::cout << "dropped " << table_ << std::endl;
+    std::cout << "dropped " << table_;
+    if (!rollups.empty()) {
+      std::cout << fmt::format(" and its rollup{} {}", rollups.size() == 1 ? "" : "s",
+                               fmt::join(rollups, ", "));
+    }
+    std::cout << std::endl;
     return arrow::Status::OK();
   }
 

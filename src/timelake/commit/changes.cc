@@ -179,6 +179,9 @@ arrow::Result<std::optional<format::TableMetadata>> AppendChange::Rebase(
     TIMELAKE_ASSIGN_OR_RAISE(auto carried, LiveManifestsOf(base, *parent, context_));
     for (auto& m : carried) manifests.push_back(std::move(m));
   }
+  TIMELAKE_ASSIGN_OR_RAISE(
+      manifests, MergeManifests(base, std::move(manifests), 1, snapshot_id_, seq,
+                                ManifestMergeRulesOf(bm), attempt, context_));
   auto list_bytes = format::WriteManifestList(
       snapshot_id_, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
       seq, manifests);

@@ -48,6 +48,8 @@ arrow::Result<Snapshot> ParseSnapshot(const json& s) {
   return out;
 }
 
+}  // namespace
+
 json SnapshotToJson(const Snapshot& s) {
   json out = s.extra;
   out["snapshot-id"] = s.snapshot_id;
@@ -62,7 +64,14 @@ json SnapshotToJson(const Snapshot& s) {
   return out;
 }
 
-}  // namespace
+arrow::Result<Snapshot> SnapshotFromJson(const json& snapshot) {
+  try {
+    if (!snapshot.is_object()) return Corrupt("a snapshot is not a JSON object");
+    return ParseSnapshot(snapshot);
+  } catch (const json::exception& e) {
+    return Corrupt(std::string("malformed snapshot: ") + e.what());
+  }
+}
 
 const json& TableMetadata::CurrentSchema() const {
   for (const auto& s : doc.at("schemas")) {

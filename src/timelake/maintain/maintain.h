@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -116,6 +117,14 @@ struct Replacement {
   // Per file of `added` when not empty (a delete rewrites files of several
   // commits in one): their data sequence numbers.
   std::vector<int64_t> added_sequence_numbers;
+  // A data sequence number that stands for the new snapshot's own: rows
+  // that are new (a rollup refresh's) rank above every older row.
+  static constexpr int64_t kCommitSequence = -1;
+  // Summary entries of the new snapshot besides the counters (a rollup
+  // refresh records its source snapshot). A rollup table's
+  // timelake.rollup-source-* entries are carried over from the parent when
+  // not given here: compaction and deletes do not change what it reflects.
+  std::map<std::string, std::string> summary;
   // The new last-value index (nullptr: keep the parent's).
   std::shared_ptr<arrow::RecordBatch> index;
   bool drop_index = false;  // the new snapshot has no index

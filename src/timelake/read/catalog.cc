@@ -19,7 +19,9 @@
 #include "timelake/format/manifest.h"
 #include "timelake/format/schema.h"
 #include "timelake/read/prune.h"
+#include "timelake/read/rollups.h"
 #include "timelake/settings.h"
+#include "timelake/settings/contract.h"
 #include "timelake/write/lvi.h"
 
 namespace timelake::read {
@@ -36,6 +38,7 @@ struct CatalogContext {
   std::shared_ptr<internal::LakeState> lake;
   std::shared_ptr<ScanLog> log;
   std::shared_ptr<const PinnedScan> pinned;
+  std::shared_ptr<const internal::TableState> version;
 };
 
 bool TraceScans() {
@@ -57,12 +60,23 @@ int Fail(TlSink* sink, const arrow::Status& st) {
   return kErrorCode;
 }
 
-// The "last_values" member of a plan_scan request, if it has one.
-std::optional<json> LastValuesRequest(const char* request) {
+// The `member` of a plan_scan request, if it has one.
+std::optional<json> RequestMember(const char* request, const char* member) {
   if (request == nullptr) return std::nullopt;
   json parsed = json::parse(request, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object() || !parsed.contains("last_values")) return std::nullopt;
-  return parsed["last_values"];
+  if (!parsed.is_object() || !parsed.contains(member)) return std::nullopt;
+  return parsed[member];
+}
+
+// The session settings of a plan_scan request.
+std::map<std::string, std::string> RequestSettings(const char* request) {
+  std::map<std::string, std::string> out;
+  auto settings = RequestMember(request, "settings");
+  if (!settings || !settings->is_object()) return out;
+  for (const auto& [k, v] : settings->items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
 }
 
 arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* ctx,
@@ -73,6 +87,7 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
   if (ctx->pinned != nullptr && ctx->pinned->table->name == name) {
     return ctx->pinned->table;
   }
+  if (ctx->version != nullptr && ctx->version->name == name) return ctx->version;
   return internal::LoadTableStateForRead(ctx->lake, name);
 }
 
@@ -311,10 +326,12 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
     // whose newer version is elsewhere: pruning on a value column could drop
     // the newer version and resurrect the older one. Keys are safe.
     if (dedup) {
-      const bool key = f.column == *contract.time_column ||
-                       std::find(contract.series_key.begin(), contract.series_key.end(),
-                                 f.column) != contract.series_key.end();
-      return !key;
+      for (const auto& column : f.Columns()) {
+        const bool key = column == *contract.time_column ||
+                         std::find(contract.series_key.begin(), contract.series_key.end(),
+                                   column) != contract.series_key.end();
+        if (!key) return true;
+      }
     }
     return false;
   });
@@ -390,11 +407,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanPinnedScan(
   return PlanBatch(table, files, group, merge ? &spec : nullptr);
 }
 
-TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake,
-                                        std::shared_ptr<ScanLog> log,
-                                        std::shared_ptr<const PinnedScan> pinned) {
+TlCatalogCallbacks MakeCatalogCallbacks(
+    std::shared_ptr<internal::LakeState> lake, std::shared_ptr<ScanLog> log,
+    std::shared_ptr<const PinnedScan> pinned,
+    std::shared_ptr<const internal::TableState> version) {
   TlCatalogCallbacks cb{};
-  cb.ctx = new CatalogContext{std::move(lake), std::move(log), std::move(pinned)};
+  cb.ctx = new CatalogContext{std::move(lake), std::move(log), std::move(pinned),
+                              std::move(version)};
   cb.list_schemas = [](void* raw, TlSink* out) -> int {
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto tables = internal::ListNamespacesOf(*ctx->lake);
@@ -428,8 +447,25 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
         return kNotFoundCode;
       return Fail(out, state.status());
     }
+    // For the engine (it takes them off): the time column, and whether
+    // GROUP BY queries should ask for rollups.
+    const auto& table_state = **state;
+    std::vector<std::string> keys, values;
+    if (table_state.contract.time_column) {
+      keys.push_back("timelake.time-column");
+      values.push_back(*table_state.contract.time_column);
+    }
+    auto rollups = table_state.metadata.properties.find(internal::property::kRollups);
+    if (rollups != table_state.metadata.properties.end() && !rollups->second.empty()) {
+      keys.push_back("timelake.rollups");
+      values.push_back(rollups->second);
+    }
+    auto arrow_schema = table_state.schema;
+    if (!keys.empty()) {
+      arrow_schema = arrow_schema->WithMetadata(arrow::key_value_metadata(keys, values));
+    }
     struct ArrowSchema c_schema;
-    auto st = arrow::ExportSchema(*(*state)->schema, &c_schema);
+    auto st = arrow::ExportSchema(*arrow_schema, &c_schema);
     if (!st.ok()) return Fail(out, st);
     tl_sink_set_schema(out, &c_schema);
     return kFound;
@@ -459,7 +495,11 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
       if (!plan.ok()) return Fail(out, plan.status());
       return send(*plan);
     }
-    if (auto want = LastValuesRequest(request)) {
+    if (RequestMember(request, "rollups")) {
+      Write(out, RollupsAnswer(**state, RequestSettings(request)));
+      return kFound;
+    }
+    if (auto want = RequestMember(request, "last_values")) {
       // No batch: the index does not answer this request.
       auto rows = LastValueRows(**state, *want);
       return rows == nullptr ? kFound : send(rows);

@@ -27,6 +27,12 @@ inline constexpr char kChunk[] = "timelake.chunk-interval";
 inline constexpr char kDedup[] = "timelake.dedup";
 inline constexpr char kIngestTimeColumn[] = "timelake.ingest-time-column";
 inline constexpr char kFormatVersion[] = "timelake.format-version";
+// Rollups (Timelake 0.7's keys): on a raw table the rollup tables kept from
+// it (comma-separated names), on a rollup table its definition.
+inline constexpr char kRollups[] = "timelake.rollups";
+inline constexpr char kRollupSource[] = "timelake.rollup-source";
+inline constexpr char kRollupBucket[] = "timelake.rollup-bucket";
+inline constexpr char kRollupAggregates[] = "timelake.rollup-aggregates";
 }  // namespace property
 
 struct Contract {

@@ -284,10 +284,16 @@ arrow::Result<std::vector<std::string>> ListNamespacesOf(const LakeState& lake) 
 
 arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table) {
   if (table.head_files != nullptr) return *table.head_files;
-  std::vector<format::LiveFile> out;
   const auto* snapshot = table.metadata.CurrentSnapshot();
+  if (snapshot == nullptr) return std::vector<format::LiveFile>{};
+  return ListLiveFilesOf(table, snapshot);
+}
+
+arrow::Result<std::vector<format::LiveFile>> ListLiveFilesOf(
+    const TableState& table, const format::Snapshot* snapshot) {
+  std::vector<format::LiveFile> out;
   if (snapshot == nullptr) return out;
-  const std::string context = "planning a scan of " + table.name.ToString() +
+  const std::string context = "listing the files of " + table.name.ToString() +
                               " snapshot " + std::to_string(snapshot->snapshot_id);
   TIMELAKE_ASSIGN_OR_RAISE(auto list_key, KeyOf(table, snapshot->manifest_list));
   auto list_bytes = GetImmutable(*table.lake, list_key);

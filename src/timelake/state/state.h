@@ -187,6 +187,11 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableStateForRead(
 // (delete files), kStorage.
 arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table);
 
+// The data files of `snapshot` of the table (none for nullptr), from its
+// manifests (read through the lake's cache). Errors: as ListLiveFiles.
+arrow::Result<std::vector<format::LiveFile>> ListLiveFilesOf(
+    const TableState& table, const format::Snapshot* snapshot);
+
 // Reads a last-value index of `table` (write/lvi.h) and aligns it to the
 // table's schema (an index written before a schema change lacks the new
 // columns: they read as nulls), through the lake's object cache and its
