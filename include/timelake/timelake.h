@@ -614,8 +614,13 @@ class Table {
   // (an unknown column, a name taken already, a type change that is not a
   // widening, a fixed column; nothing is written), kConflict, kNotFound
   // (dropped meanwhile), kUnsupported (a newer table format), kCorrupt,
-  // kStorage (the commit may or may not have landed).
-  arrow::Result<Table> EvolveSchema(const std::vector<SchemaChange>& changes) const;
+  // kStorage (the commit may or may not have landed). `properties` are
+  // SetProperties' edits made in the same commit (the CLI's `alter` with
+  // both): a bad one is kInvalid and the schema does not change either.
+  // Default: none.
+  arrow::Result<Table> EvolveSchema(
+      const std::vector<SchemaChange>& changes,
+      const std::map<std::string, std::optional<std::string>>& properties = {}) const;
 
   // Brings the table to this build's format (kFormatVersion), each step its
   // own commit (UpgradeStep): protect the snapshots, record the format

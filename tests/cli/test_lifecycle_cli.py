@@ -83,9 +83,16 @@ def test_alter_prints_what_it_changed(cli, tmp_path):
     assert_one_error_line(proc)
     assert ("changing the schema of default.p: widening column 'value' from double to "
             "decimal(20, 4): not a widening") in proc.stderr, proc.stderr
+    # A bad --set refuses the column changes given with it (one commit).
+    proc = cli.run("alter", "p", "--add-column", "note:string", "--set",
+                   "timelake.row-group-rows=10", expect=1)
+    assert_one_error_line(proc)
+    assert "timelake.row-group-rows = '10': expected at least 1000 rows" in proc.stderr
+    info = json.loads(cli.run("info", "p", "--format", "json").stdout)
+    assert "note" not in [c["name"] for c in info["columns"]]
     out = cli.run("alter", "p", "--add-column", "note:string", "--rename-column", "v:value",
                   "--set", "owner=ops").stdout
-    assert out == ("altered default.p: version 5; renamed column v to value; added column "
+    assert out == ("altered default.p: version 4; renamed column v to value; added column "
                    "note (string); set owner = ops\n"), out
     info = json.loads(cli.run("info", "p", "--format", "json").stdout)
     assert [c["name"] for c in info["columns"]] == ["ts", "host", "value", "note"]

@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent("""
                  maintain=False)
     count = lambda: lake.sql("SELECT count(*) AS n, sum(v) AS s FROM m.t").to_pylist()[0]
     before = count()
-    dry = t.upgrade(dry_run=True)
+    dry = t.upgrade(dry_run=True, keep_snapshots="3d")
     real = t.upgrade(keep_snapshots="3d")
     again = t.upgrade()
     out = {
@@ -104,3 +104,43 @@ def test_evolve_schema_renames_widens_and_adds(lake):  # noqa: F811
     assert snapshots[0]["current"] and snapshots[0]["rows"] == 3
     as_of = lake.sql(f"SELECT host, temp FROM as_of('ev.t', {first}) ORDER BY host")
     assert as_of.column("temp").to_pylist() == [1.5, 2.5, 3.5]
+
+
+def test_rollups_keep_the_columns_they_read_and_past_snapshots_read_raw(lake):  # noqa: F811
+    schema = pa.schema([("time", pa.timestamp("us", tz="UTC")), ("host", pa.string()),
+                        ("temp", pa.float64()), ("n", pa.int32()), ("note", pa.string())])
+    t = lake.create_table("ru.t", schema, time_column="time", series_key=["host"])
+    times = readings(4).column("time")
+    t.append(pa.table({"time": times, "host": ["a", "b", "a", "b"],
+                       "temp": [1.0, 2.0, 3.0, 4.0], "n": pa.array([1, 2, 3, 4], pa.int32()),
+                       "note": ["w", "x", "y", "z"]}, schema=schema))
+    first = t.snapshot_id
+    lake.sql("CREATE MATERIALIZED ROLLUP ru.t_1h AS SELECT host, "
+             "time_bucket(INTERVAL '1 hour', time) AS hour, count(*), max(temp) "
+             "FROM ru.t GROUP BY host, hour")
+    t.refresh()
+    t.append(pa.table({"time": times, "host": ["c", "c", "c", "c"],
+                       "temp": [9.0, 9.0, 9.0, 9.0], "n": pa.array([5, 6, 7, 8], pa.int32()),
+                       "note": ["p", "q", "r", "s"]}, schema=schema))
+    version = t.version
+    # A column the rollup reads keeps its name and type; nothing changes.
+    with pytest.raises(timelake.InvalidError,
+                       match="column temp is read by the rollup ru.t_1h; drop the rollup "
+                             "first to rename it"):
+        t.evolve_schema(rename={"temp": "temperature"})
+    with pytest.raises(timelake.InvalidError, match="read by the rollup ru.t_1h"):
+        t.evolve_schema(add={"extra": pa.float64()}, rename={"temp": "t2"})
+    assert t.refresh().version == version
+    # Other columns change; the rollup still refreshes.
+    t.evolve_schema(rename={"note": "remark"}, widen={"n": pa.int64()})
+    rollup = lake.table("ru.t_1h")
+    with pytest.raises(timelake.InvalidError, match="ru.t_1h is a rollup of ru.t: its "
+                                                    "columns come from its definition"):
+        rollup.evolve_schema(add={"extra": pa.float64()})
+    routed = "SELECT host, max(temp) AS m FROM ru.t GROUP BY host ORDER BY host"
+    assert lake.sql(routed).to_pylist() == [{"host": "a", "m": 3.0}, {"host": "b", "m": 4.0},
+                                            {"host": "c", "m": 9.0}]
+    # As of the first snapshot: its raw rows, never the rollup's newer ones.
+    past = lake.sql(f"SELECT host, max(temp) AS m FROM as_of('ru.t', {first}) "
+                    "GROUP BY host ORDER BY host").to_pylist()
+    assert past == [{"host": "a", "m": 3.0}, {"host": "b", "m": 4.0}]

@@ -9,6 +9,7 @@
 #include "timelake/format/manifest.h"
 #include "timelake/format/schema.h"
 #include "timelake/maintain/maintain.h"
+#include "timelake/read/rollups.h"
 #include "timelake/rollup/rollup.h"
 #include "timelake/settings.h"
 #include "timelake/settings/contract.h"
@@ -41,6 +42,49 @@ arrow::Status NotARollup(const internal::TableState& table) {
   return Invalid(table.name.ToString() + " is a rollup of " + it->second +
                  ": its rows come from refreshes (REFRESH MATERIALIZED ROLLUP " +
                  table.name.ToString() + "), not from appends or deletes");
+}
+
+// A rollup table's columns come from its definition; a raw table's columns
+// that its rollups read keep their name and type, or REFRESH would fail
+// (rename) or store other types (widen). Adding a column is always fine.
+arrow::Status RollupsAllow(const internal::TableState& table,
+                           const std::vector<SchemaChange>& changes) {
+  auto source = table.metadata.properties.find(internal::property::kRollupSource);
+  if (source != table.metadata.properties.end()) {
+    return Invalid(table.name.ToString() + " is a rollup of " + source->second +
+                   ": its columns come from its definition (drop it and create it "
+                   "again to change them)");
+  }
+  std::map<std::string, std::string> read_by;  // raw column -> a rollup reading it
+  for (const auto& name_text : read::RollupNamesOf(table.metadata)) {
+    auto name = TableName::Parse(name_text);
+    if (!name.ok()) continue;
+    auto rollup = internal::LoadTableState(table.lake, *name);
+    if (!rollup.ok()) continue;  // dropped: it reads nothing any more
+    TIMELAKE_ASSIGN_OR_RAISE(auto def, read::RollupDefinitionOf(**rollup));
+    if (!def) continue;
+    for (const auto& g : def->groups) read_by.emplace(g, name_text);
+    for (const auto& a : def->aggregates) {
+      if (a.column) read_by.emplace(*a.column, name_text);
+    }
+  }
+  std::map<std::string, std::string> original;  // name after renames -> before
+  for (const auto& c : changes) {
+    if (c.kind == SchemaChange::Kind::kAddColumn) continue;
+    auto it = original.find(c.column);
+    const std::string before = it == original.end() ? c.column : it->second;
+    if (auto r = read_by.find(before); r != read_by.end()) {
+      return Invalid("column " + c.column + " is read by the rollup " + r->second +
+                     "; drop the rollup first to " +
+                     (c.kind == SchemaChange::Kind::kRenameColumn ? "rename" : "widen") +
+                     " it");
+    }
+    if (c.kind == SchemaChange::Kind::kRenameColumn) {
+      if (it != original.end()) original.erase(it);
+      original[c.new_name] = before;
+    }
+  }
+  return arrow::Status::OK();
 }
 
 // Removes what an append wrote when it will not be committed.
@@ -128,19 +172,39 @@ SchemaChange SchemaChange::WidenColumn(std::string column,
   return c;
 }
 
-arrow::Result<Table> Table::EvolveSchema(const std::vector<SchemaChange>& changes) const {
+namespace {
+
+// `changes` with each key in canonical form (AlterableKey).
+arrow::Result<std::map<std::string, std::optional<std::string>>> CanonicalEdits(
+    const std::map<std::string, std::optional<std::string>>& changes,
+    const std::string& context) {
+  std::map<std::string, std::optional<std::string>> canonical;
+  for (const auto& [key, value] : changes) {
+    auto k = internal::AlterableKey(key);
+    if (!k.ok()) return WithContext(k.status(), context);
+    canonical[*k] = value;
+  }
+  return canonical;
+}
+
+}  // namespace
+
+arrow::Result<Table> Table::EvolveSchema(
+    const std::vector<SchemaChange>& changes,
+    const std::map<std::string, std::optional<std::string>>& properties) const {
   const std::string context = "changing the schema of " + state_->name.ToString();
   if (changes.empty()) return Invalid(context + ": no change given");
+  TIMELAKE_ASSIGN_OR_RAISE(auto edits, CanonicalEdits(properties, context));
   // Checked on this handle's version first, so that a bad change writes
   // nothing (the commit checks again on the version it lands on).
   int last_column_id = state_->metadata.last_column_id;
-  auto checked = format::EvolveSchema(state_->metadata.CurrentSchema(), changes,
-                                      commit::FixedColumns(*state_),
-                                      commit::NextSchemaId(state_->metadata),
-                                      &last_column_id);
+  auto checked = format::EvolveSchema(
+      state_->metadata.CurrentSchema(), changes, commit::FixedColumns(*state_),
+      commit::NextSchemaId(state_->metadata), &last_column_id);
   if (!checked.ok()) return WithContext(checked.status(), context);
   TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*state_), context));
-  commit::SchemaEvolution change(changes, context);
+  TIMELAKE_RETURN_NOT_OK(WithContext(RollupsAllow(*state_, changes), context));
+  commit::SchemaEvolution change(changes, std::move(edits), context);
   commit::CommitOptions copts;
   copts.context = context;
   TIMELAKE_ASSIGN_OR_RAISE(auto outcome, commit::Commit(state_, &change, copts));
@@ -163,12 +227,7 @@ arrow::Result<Table> Table::Refresh() const {
 arrow::Result<Table> Table::SetProperties(
     const std::map<std::string, std::optional<std::string>>& changes) const {
   const std::string context = "altering " + state_->name.ToString();
-  std::map<std::string, std::optional<std::string>> canonical;
-  for (const auto& [key, value] : changes) {
-    auto k = internal::AlterableKey(key);
-    if (!k.ok()) return WithContext(k.status(), context);
-    canonical[*k] = value;
-  }
+  TIMELAKE_ASSIGN_OR_RAISE(auto canonical, CanonicalEdits(changes, context));
   commit::PropertyChange change(std::move(canonical), context);
   commit::CommitOptions copts;
   copts.context = context;
@@ -383,8 +442,7 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
     TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunRetention(table, rules, step, &report));
   }
   if (options.compact) {
-    TIMELAKE_ASSIGN_OR_RAISE(table,
-                             internal::RunCompaction(table, rules, step, &report));
+    TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunCompaction(table, rules, step, &report));
   }
   if (options.expire) {
     TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunExpiry(table, rules, 1, step, &report));

@@ -540,17 +540,19 @@ class AlterCommand : public Command {
       ARROW_ASSIGN_OR_RAISE(auto pair, SplitPair(w, "--widen-column", "NAME:TYPE"));
       auto type = ParseColumnType(pair.second);
       if (!type.ok()) {
-        return UsageError(fmt::format("--widen-column '{}': {}", w, type.status().message()));
+        return UsageError(
+            fmt::format("--widen-column '{}': {}", w, type.status().message()));
       }
-      done.push_back(fmt::format("widened column {} to {}", pair.first,
-                                 ColumnTypeName(**type)));
+      done.push_back(
+          fmt::format("widened column {} to {}", pair.first, ColumnTypeName(**type)));
       schema_changes.push_back(SchemaChange::WidenColumn(pair.first, *type));
     }
     for (const auto& a : adds_) {
       ARROW_ASSIGN_OR_RAISE(auto pair, SplitPair(a, "--add-column", "NAME:TYPE"));
       auto type = ParseColumnType(pair.second);
       if (!type.ok()) {
-        return UsageError(fmt::format("--add-column '{}': {}", a, type.status().message()));
+        return UsageError(
+            fmt::format("--add-column '{}': {}", a, type.status().message()));
       }
       done.push_back(
           fmt::format("added column {} ({})", pair.first, ColumnTypeName(**type)));
@@ -562,25 +564,19 @@ class AlterCommand : public Command {
     for (const auto& k : unsets_) changes[k] = std::nullopt;
     ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
-    std::optional<int64_t> schema_version, property_version;
-    if (!schema_changes.empty()) {
-      ARROW_ASSIGN_OR_RAISE(table, table.EvolveSchema(schema_changes));
-      schema_version = table.version();
-    }
-    if (!changes.empty()) {
+    // One commit: a bad property value leaves the schema unchanged too.
+    if (schema_changes.empty()) {
       ARROW_ASSIGN_OR_RAISE(table, table.SetProperties(changes));
-      property_version = table.version();
-      for (const auto& [k, v] : changes) {
-        done.push_back(v ? fmt::format("set {} = {}", k, *v) : fmt::format("unset {}", k));
-      }
+    } else {
+      ARROW_ASSIGN_OR_RAISE(table, table.EvolveSchema(schema_changes, changes));
+    }
+    for (const auto& [k, v] : changes) {
+      done.push_back(v ? fmt::format("set {} = {}", k, *v) : fmt::format("unset {}", k));
     }
     if (format_ == "json") {
       nlohmann::json out = {
           {"table", table.name().ToString()},
           {"version", table.version()},
-          {"schema_version", schema_version ? nlohmann::json(*schema_version) : nullptr},
-          {"properties_version",
-           property_version ? nlohmann::json(*property_version) : nullptr},
           {"changes", done},
       };
       std::cout << out.dump() << std::endl;
@@ -639,7 +635,8 @@ class UpgradeCommand : public Command {
     ARROW_ASSIGN_OR_RAISE(auto upgraded, table.Upgrade(options));
     const UpgradeReport& r = upgraded.second;
     const double seconds = static_cast<double>(r.duration.count()) / 1e6;
-    const std::string from = r.from_format.empty() ? "0.1.0 (untagged)" : r.from_format;
+    // An untagged table counts as 0.1.0 (the text output says it was untagged).
+    const std::string from = r.from_format.empty() ? "0.1.0" : r.from_format;
     if (format_ == "json") {
       nlohmann::json steps = nlohmann::json::array();
       for (const auto& s : r.steps) {
@@ -649,41 +646,45 @@ class UpgradeCommand : public Command {
                          {"version", s.version ? nlohmann::json(s.version) : nullptr}});
       }
       nlohmann::json out = {
-          {"table", table.name().ToString()}, {"dry_run", r.dry_run},
-          {"from_format", from},              {"to_format", r.to_format.empty()
-                                                                 ? "0.1.0 (untagged)"
-                                                                 : r.to_format},
-          {"version", r.version},             {"steps", steps},
-          {"files_rewritten", r.files_rewritten}, {"files_written", r.files_written},
-          {"rows_rewritten", r.rows_rewritten},   {"seconds", seconds},
+          {"table", table.name().ToString()},
+          {"dry_run", r.dry_run},
+          {"from_format", from},
+          {"from_untagged", r.from_format.empty()},
+          {"to_format", r.to_format.empty() ? "0.1.0" : r.to_format},
+          {"version", r.version},
+          {"steps", steps},
+          {"files_rewritten", r.files_rewritten},
+          {"files_written", r.files_written},
+          {"rows_rewritten", r.rows_rewritten},
+          {"seconds", seconds},
       };
       std::cout << out.dump() << std::endl;
       return arrow::Status::OK();
     }
     const std::string name = table.name().ToString();
+    const std::string from_text = r.from_format.empty() ? "0.1.0 (untagged)" : from;
     std::string text;
     if (!r.changed()) {
       text = fmt::format("{} is current (format {}, version {}); nothing to upgrade\n",
-                         name, from, r.version);
+                         name, from_text, r.version);
     } else if (r.dry_run) {
-      text = fmt::format("{} (format {}, version {}) needs {} upgrade step{}{}; nothing was "
-                         "changed (dry run):\n",
-                         name, from, r.version, r.steps.size(),
-                         r.steps.size() == 1 ? "" : "s",
-                         r.to_format == r.from_format ? ""
-                                                      : " to format " + r.to_format);
+      text = fmt::format(
+          "{} (format {}, version {}) needs {} upgrade step{}{}; nothing was "
+          "changed (dry run):\n",
+          name, from_text, r.version, r.steps.size(), r.steps.size() == 1 ? "" : "s",
+          r.to_format == r.from_format ? "" : " to format " + r.to_format);
     } else {
       text = fmt::format("upgraded {}{} in {:.2f} s: version {}\n", name,
                          r.to_format == r.from_format
                              ? ""
-                             : " from format " + from + " to " + r.to_format,
+                             : " from format " + from_text + " to " + r.to_format,
                          seconds, r.version);
     }
     for (size_t i = 0; i < r.steps.size(); ++i) {
       const auto& s = r.steps[i];
-      text += fmt::format("  {}. {}: {}{}\n", i + 1, UpgradeStepName(s.kind),
-                          s.description,
-                          s.version ? fmt::format(" (version {})", s.version) : "");
+      text +=
+          fmt::format("  {}. {}: {}{}\n", i + 1, UpgradeStepName(s.kind), s.description,
+                      s.version ? fmt::format(" (version {})", s.version) : "");
     }
     std::cout << text << std::flush;
     return arrow::Status::OK();

@@ -116,30 +116,37 @@ arrow::Result<std::optional<format::TableMetadata>> SchemaEvolution::Rebase(
     const internal::TableState& base, Attempt*) {
   if (changes_.empty()) return std::nullopt;
   int last_column_id = base.metadata.last_column_id;
-  auto schema = format::EvolveSchema(base.metadata.CurrentSchema(), changes_,
-                                     FixedColumns(base), NextSchemaId(base.metadata),
-                                     &last_column_id);
+  auto schema =
+      format::EvolveSchema(base.metadata.CurrentSchema(), changes_, FixedColumns(base),
+                           NextSchemaId(base.metadata), &last_column_id);
   if (!schema.ok()) return WithContext(schema.status(), context_);
   format::TableMetadata next = base.metadata;
   AddCurrentSchema(&next, std::move(*schema), last_column_id);
+  TIMELAKE_RETURN_NOT_OK(EditProperties(properties_, context_, &next));
   next.last_updated_ms = std::max(internal::ToMillis(base.lake->clock->Now()),
                                   base.metadata.last_updated_ms);
   return next;
 }
 
+arrow::Status EditProperties(
+    const std::map<std::string, std::optional<std::string>>& edits,
+    const std::string& context, format::TableMetadata* metadata) {
+  if (edits.empty()) return arrow::Status::OK();
+  for (const auto& [key, value] : edits) {
+    if (value) {
+      metadata->properties[key] = *value;
+    } else {
+      metadata->properties.erase(key);
+    }
+  }
+  auto contract = internal::ParseContract(metadata->properties);
+  return contract.ok() ? arrow::Status::OK() : WithContext(contract.status(), context);
+}
+
 arrow::Result<std::optional<format::TableMetadata>> PropertyChange::Rebase(
     const internal::TableState& base, Attempt*) {
   format::TableMetadata next = base.metadata;
-  for (const auto& [key, value] : changes_) {
-    if (value) {
-      next.properties[key] = *value;
-    } else {
-      next.properties.erase(key);
-    }
-  }
-  if (auto contract = internal::ParseContract(next.properties); !contract.ok()) {
-    return WithContext(contract.status(), context_);
-  }
+  TIMELAKE_RETURN_NOT_OK(EditProperties(changes_, context_, &next));
   next.last_updated_ms = std::max(internal::ToMillis(base.lake->clock->Now()),
                                   base.metadata.last_updated_ms);
   return next;

@@ -46,19 +46,33 @@ class RollbackChange : public Change {
 // the sources of the partition spec and of the sort order.
 std::map<std::string, std::string> FixedColumns(const internal::TableState& table);
 
+// Table property edits (a value, or nullopt to remove the key; keys in
+// canonical form) made to `metadata`, whose contract must still parse.
+// Errors: kInvalid naming the bad value.
+arrow::Status EditProperties(
+    const std::map<std::string, std::optional<std::string>>& edits,
+    const std::string& context, format::TableMetadata* metadata);
+
 // A schema change (Table::EvolveSchema): `changes` applied to the current
-// schema of whatever version wins, as a new schema made current. Errors of
-// Rebase: kInvalid when the changes do not apply to that schema.
+// schema of whatever version wins, as a new schema made current, with
+// `properties` (EditProperties) in the same commit. Errors of Rebase:
+// kInvalid when the changes do not apply to that schema or a property value
+// is bad.
 class SchemaEvolution : public Change {
  public:
-  SchemaEvolution(std::vector<SchemaChange> changes, std::string context)
-      : changes_(std::move(changes)), context_(std::move(context)) {}
+  SchemaEvolution(std::vector<SchemaChange> changes,
+                  std::map<std::string, std::optional<std::string>> properties,
+                  std::string context)
+      : changes_(std::move(changes)),
+        properties_(std::move(properties)),
+        context_(std::move(context)) {}
 
   arrow::Result<std::optional<format::TableMetadata>> Rebase(
       const internal::TableState& base, Attempt* attempt) override;
 
  private:
   const std::vector<SchemaChange> changes_;
+  const std::map<std::string, std::optional<std::string>> properties_;
   const std::string context_;
 };
 

@@ -84,8 +84,9 @@ std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
                                 const std::set<std::optional<int32_t>>& partitions);
 
 // Whether a partition's files need a full rewrite: a file not sorted by the
-// table's sort order, more files than its bytes need, or (dedup tables)
-// files that may share keys. `why`, when given, receives the reasons, e.g.
+// table's sort order, a file written before a column was renamed (Timelake
+// 0.7 reads columns by name), more files than its bytes need, or (dedup
+// tables) files that may share keys. `why`, when given, receives the reasons, e.g.
 // "3 unsorted, 4 files where 1 suffices".
 bool NeedsRewrite(const std::vector<const format::LiveFile*>& files,
                   const TableState& table, const MaintainRules& rules,
