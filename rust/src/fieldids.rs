@@ -139,7 +139,7 @@ mod tests {
 
     use arrow::array::{Int32Array, Int64Array, RecordBatch, StringArray};
     use arrow::datatypes::DataType;
-    use datafusion::physical_expr::ColumnarValue;
+    use datafusion::logical_expr::ColumnarValue;
 
     fn with_id(name: &str, data_type: DataType, id: i32) -> Field {
         Field::new(name, data_type, true)
