@@ -519,9 +519,10 @@ Table Rollback(const Table& table, int64_t snapshot_id) {
 
 // `changes`: (kind, column, new name, a schema of one field whose type is the
 // type) with kind "add", "rename" or "widen".
-Table EvolveSchema(const Table& table,
-                   const std::vector<std::tuple<std::string, std::string, std::string,
-                                                nb::object>>& changes) {
+Table EvolveSchema(
+    const Table& table,
+    const std::vector<std::tuple<std::string, std::string, std::string, nb::object>>&
+        changes) {
   std::vector<SchemaChange> converted;
   for (const auto& [kind, column, new_name, type] : changes) {
     std::shared_ptr<arrow::DataType> arrow_type;
@@ -623,7 +624,9 @@ NB_MODULE(_timelake, m) {
       .def("evolve_schema", &EvolveSchema, "changes"_a,
            "Changes the schema in one commit: (kind, column, new_name, type schema) "
            "tuples; returns the new version.")
-      .def("snapshots", [](const Table& t) {
+      .def(
+          "snapshots",
+          [](const Table& t) {
             nb::list out;
             for (const auto& s : t.Snapshots()) {
               nb::dict d;
@@ -648,7 +651,8 @@ NB_MODULE(_timelake, m) {
               out.append(d);
             }
             return out;
-          }, "The snapshots this version keeps, oldest first.");
+          },
+          "The snapshots this version keeps, oldest first.");
 
   nb::class_<PyLake>(m, "Lake", "A warehouse and its SQL session.")
       .def(nb::init<const std::string&, const std::map<std::string, std::string>&,

@@ -159,9 +159,8 @@ arrow::Status WriteHead(const internal::TableState& state) {
       // its own file (the head then plans scans, `latest` reads the file).
       // The index file's size (compressed Parquet) is what must fit.
       auto key = internal::KeyOf(state, *uri);
-      auto bytes = key.ok()
-                       ? internal::GetImmutable(*state.lake, *key)
-                       : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
+      auto bytes = key.ok() ? internal::GetImmutable(*state.lake, *key)
+                            : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
       if (bytes.ok() && (*bytes)->size() <= inline_limit) {
         head.last_values = index;
         budget -= (*bytes)->size();

@@ -353,7 +353,6 @@ TEST_F(TransactionTest, FormatVersionDecidesWhatOpensAndWhatCommits) {
   }
 }
 
-
 // Every entry point that opens a table for reading or writing asks the rule,
 // in each of its cases. The lake is given format 1.2.0, so that a read-only
 // newer minor exists (this build's 0.3.0 has none); tables are tagged as
@@ -372,9 +371,9 @@ TEST_F(TransactionTest, FormatVersionAtEveryEntryPoint) {
       {"1.3.0", true, false},   // a newer minor: read only
       {"2.0.0", false, false},  // a newer major
   };
-  auto schema = arrow::schema({arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO,
-                                                                     "UTC")),
-                               arrow::field("v", arrow::int64())});
+  auto schema = arrow::schema(
+      {arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+       arrow::field("v", arrow::int64())});
   TableOptions ts;
   ts.time_column = "time";
   // Queries check for a newer version every time: they meet the tagged one.
@@ -384,8 +383,8 @@ TEST_F(TransactionTest, FormatVersionAtEveryEntryPoint) {
     arrow::Int64Builder values;
     EXPECT_TRUE(t.Append(1767225600000000 + v).ok());
     EXPECT_TRUE(values.Append(v).ok());
-    return arrow::RecordBatch::Make(schema, 1,
-                                    {t.Finish().ValueOrDie(), values.Finish().ValueOrDie()});
+    return arrow::RecordBatch::Make(
+        schema, 1, {t.Finish().ValueOrDie(), values.Finish().ValueOrDie()});
   };
   int n = 0;
   for (const auto& c : cases) {
@@ -452,8 +451,8 @@ TEST_F(TransactionTest, FormatVersionAtEveryEntryPoint) {
     MaintainOptions maintain;
     maintain.orphan_age = std::chrono::milliseconds(0);
     check(table.Maintain(maintain).status(), c.write, refusal, "Maintain");
-    check(table.Rollback(*appended.first.current_snapshot_id()).status(), c.write, refusal,
-          "Rollback");
+    check(table.Rollback(*appended.first.current_snapshot_id()).status(), c.write,
+          refusal, "Rollback");
     UpgradeOptions dry;
     dry.dry_run = true;
     auto upgraded = table.Upgrade(dry);

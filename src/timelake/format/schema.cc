@@ -335,7 +335,8 @@ arrow::Result<json> EvolveSchema(const json& schema,
           if (c.new_name.empty()) return Invalid(what + ": no new name");
           if (c.new_name == c.column) return Invalid(what + ": the name is the same");
           if (find(c.new_name) != nullptr) {
-            return Invalid(what + ": the table has a column '" + c.new_name + "' already");
+            return Invalid(what + ": the table has a column '" + c.new_name +
+                           "' already");
           }
           if (auto why = why_fixed(*f)) {
             return Invalid(what + ": it is " + *why + ", which the table's " +

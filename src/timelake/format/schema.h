@@ -58,10 +58,9 @@ bool IsWidening(const std::string& from, const std::string& to);
 // change and the column: an unknown column, a name taken already, an empty
 // name, a type Iceberg cannot hold or a nested one, a type change that is
 // not a widening, a change of a fixed column; nothing is changed then.
-arrow::Result<nlohmann::json> EvolveSchema(const nlohmann::json& schema,
-                                           const std::vector<SchemaChange>& changes,
-                                           const std::map<std::string, std::string>& fixed,
-                                           int schema_id, int* last_column_id);
+arrow::Result<nlohmann::json> EvolveSchema(
+    const nlohmann::json& schema, const std::vector<SchemaChange>& changes,
+    const std::map<std::string, std::string>& fixed, int schema_id, int* last_column_id);
 
 }  // namespace timelake::format
 

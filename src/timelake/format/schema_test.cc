@@ -16,7 +16,8 @@ using nlohmann::json;
 using ::timelake::testing::ExpectError;
 
 json Schema() {
-  return json::parse(R"json({"type": "struct", "schema-id": 0, "identifier-field-ids": [2],
+  return json::parse(
+      R"json({"type": "struct", "schema-id": 0, "identifier-field-ids": [2],
     "fields": [
       {"id": 1, "name": "time", "required": true, "type": "timestamptz"},
       {"id": 2, "name": "device", "required": false, "type": "string"},
@@ -92,13 +93,14 @@ TEST(SchemaEvolutionTest, ARefusedChangeNamesItselfAndTheReason) {
        "from decimal(9, 2) to decimal(12, 3)"},
       {SchemaChange::WidenColumn("tags", arrow::list(arrow::large_utf8())),
        "it is a nested column"},
-      {SchemaChange::WidenColumn("missing", arrow::int64()), "the table has no such column"},
+      {SchemaChange::WidenColumn("missing", arrow::int64()),
+       "the table has no such column"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.message);
     int last_column_id = 7;
-    auto evolved =
-        EvolveSchema(Schema(), {c.change}, {{"time", "the time column"}}, 1, &last_column_id);
+    auto evolved = EvolveSchema(Schema(), {c.change}, {{"time", "the time column"}}, 1,
+                                &last_column_id);
     ExpectError(evolved.status(), ErrorKind::kInvalid, c.message);
   }
   // A change sees the schema the changes before it made.

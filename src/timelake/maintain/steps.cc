@@ -450,7 +450,8 @@ arrow::Result<std::shared_ptr<const TableState>> RunCompaction(
       });
     }
     again.emplace();
-    for (const auto& job : PlanFull(files, *table, rules, /*cold_only=*/false, SIZE_MAX)) {
+    for (const auto& job :
+         PlanFull(files, *table, rules, /*cold_only=*/false, SIZE_MAX)) {
       TIMELAKE_ASSIGN_OR_RAISE(table, RunRewrite(table, job, rules, options, report));
       if (rewritten) rewritten(job, *table);
       if (job.partial) again->insert(job.partition);

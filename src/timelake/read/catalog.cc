@@ -112,7 +112,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SnapshotRows(
   arrow::BooleanBuilder current, in_history;
   for (const auto& s : internal::SnapshotsOf(table.metadata)) {
     TIMELAKE_RETURN_NOT_OK(id.Append(s.snapshot_id));
-    TIMELAKE_RETURN_NOT_OK(s.parent_id ? parent.Append(*s.parent_id) : parent.AppendNull());
+    TIMELAKE_RETURN_NOT_OK(s.parent_id ? parent.Append(*s.parent_id)
+                                       : parent.AppendNull());
     TIMELAKE_RETURN_NOT_OK(seq.Append(s.sequence_number));
     TIMELAKE_RETURN_NOT_OK(at.Append(s.timestamp_ms * 1000));
     TIMELAKE_RETURN_NOT_OK(operation.Append(s.operation));
@@ -520,7 +521,8 @@ TlCatalogCallbacks MakeCatalogCallbacks(
       return Fail(out, state.status());
     }
     json at = json::parse(at_json ? at_json : "", nullptr, /*allow_exceptions=*/false);
-    arrow::Result<int64_t> id = Invalid("a time travel request without a snapshot or time");
+    arrow::Result<int64_t> id =
+        Invalid("a time travel request without a snapshot or time");
     if (at.is_object() && at.contains("snapshot_id") &&
         at["snapshot_id"].is_number_integer()) {
       id = at["snapshot_id"].get<int64_t>();

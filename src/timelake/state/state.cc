@@ -35,9 +35,9 @@ std::string FormatVersionOf(const format::TableMetadata& metadata) {
 }
 
 arrow::Status CheckTableFormat(const TableState& table, FormatAccess access) {
-  return CheckFormatVersion(table.name.ToString(), FormatVersionOf(table.metadata), access,
-                            table.lake ? table.lake->format_version
-                                       : std::string(kFormatVersion));
+  return CheckFormatVersion(
+      table.name.ToString(), FormatVersionOf(table.metadata), access,
+      table.lake ? table.lake->format_version : std::string(kFormatVersion));
 }
 
 arrow::Result<std::string> KeyOf(const TableState& table, std::string_view uri) {
@@ -53,9 +53,9 @@ std::string LocationOf(const TableState& table) {
 arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
     std::string metadata_key, format::TableMetadata metadata) {
-  TIMELAKE_RETURN_NOT_OK(CheckFormatVersion(
-      name.ToString(), FormatVersionOf(metadata), FormatAccess::kRead,
-      lake ? lake->format_version : std::string(kFormatVersion)));
+  TIMELAKE_RETURN_NOT_OK(
+      CheckFormatVersion(name.ToString(), FormatVersionOf(metadata), FormatAccess::kRead,
+                         lake ? lake->format_version : std::string(kFormatVersion)));
   auto state = std::make_shared<TableState>(name);
   state->lake = std::move(lake);
   state->table_key = TableKey(name);

@@ -74,8 +74,9 @@ json DefaultSortFields(const format::TableMetadata& m) {
     return json::array();
   }
   for (const auto& order : *orders) {
-    if (order.is_object() && order.contains("order-id") && order["order-id"] == *current &&
-        order.contains("fields") && order["fields"].is_array()) {
+    if (order.is_object() && order.contains("order-id") &&
+        order["order-id"] == *current && order.contains("fields") &&
+        order["fields"].is_array()) {
       return order["fields"];
     }
   }
@@ -148,7 +149,8 @@ arrow::Result<std::optional<ContractEdit>> PlanContract(const TableState& table,
   if (!time) {
     if (!options.time_column) {
       if (!options.series_key.empty()) {
-        return Invalid(context + ": a series key needs a time column (the table has none)");
+        return Invalid(context +
+                       ": a series key needs a time column (the table has none)");
       }
       return std::nullopt;  // a plain table stays one
     }
@@ -284,13 +286,12 @@ arrow::Result<format::TableMetadata> ApplyContract(const TableState& table,
   if (!edit.ingest_column.empty()) {
     int last_column_id = next.last_column_id;
     TIMELAKE_ASSIGN_OR_RAISE(
-        auto schema,
-        format::EvolveSchema(
-            next.CurrentSchema(),
-            {SchemaChange::AddColumn(edit.ingest_column,
-                                     arrow::timestamp(arrow::TimeUnit::MICRO,
-                                                      format::kUtcZone))},
-            {}, commit::NextSchemaId(next), &last_column_id));
+        auto schema, format::EvolveSchema(
+                         next.CurrentSchema(),
+                         {SchemaChange::AddColumn(
+                             edit.ingest_column,
+                             arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone))},
+                         {}, commit::NextSchemaId(next), &last_column_id));
     commit::AddCurrentSchema(&next, std::move(schema), last_column_id);
   }
   if (!edit.sort_fields.is_null()) {
@@ -334,10 +335,11 @@ class ContractChange : public commit::Change {
 
 // A version's state with other metadata, for planning what the steps after
 // a change of it would do (a dry run). Not remembered anywhere.
-arrow::Result<std::shared_ptr<const TableState>> Simulate(const TableState& table,
-                                                          format::TableMetadata metadata) {
+arrow::Result<std::shared_ptr<const TableState>> Simulate(
+    const TableState& table, format::TableMetadata metadata) {
   auto state = std::make_shared<TableState>(table);
-  TIMELAKE_ASSIGN_OR_RAISE(state->schema, format::IcebergToArrow(metadata.CurrentSchema()));
+  TIMELAKE_ASSIGN_OR_RAISE(state->schema,
+                           format::IcebergToArrow(metadata.CurrentSchema()));
   TIMELAKE_ASSIGN_OR_RAISE(state->contract, ParseContract(metadata.properties));
   state->metadata = std::move(metadata);
   return std::shared_ptr<const TableState>(std::move(state));
@@ -361,7 +363,8 @@ std::string RewriteText(const Rewrite& job, const TableState& table,
   std::string why;
   NeedsRewrite(inputs, table, rules, &why);
   return "rewrite " + PartitionName(layout, job.partition) + ": " +
-         std::to_string(job.inputs.size()) + (job.inputs.size() == 1 ? " file" : " files") +
+         std::to_string(job.inputs.size()) +
+         (job.inputs.size() == 1 ? " file" : " files") +
          (why.empty() ? std::string() : " (" + why + ")");
 }
 
@@ -382,9 +385,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeLvi(
       TIMELAKE_RETURN_NOT_OK(reader->ReadNext(&batch));
       if (batch == nullptr) break;
       if (batch->num_rows() == 0) continue;
-      TIMELAKE_ASSIGN_OR_RAISE(auto newest,
-                               LatestPerSeries({batch}, *contract.time_column,
-                                               contract.series_key, contract.ingest_column));
+      TIMELAKE_ASSIGN_OR_RAISE(
+          auto newest, LatestPerSeries({batch}, *contract.time_column,
+                                       contract.series_key, contract.ingest_column));
       TIMELAKE_ASSIGN_OR_RAISE(index, MergeLvi(index, newest, contract, *table->schema));
     }
   }
@@ -429,8 +432,9 @@ arrow::Result<std::shared_ptr<const TableState>> RunUpgrade(
   }
   auto layout = LayoutOf(*planned);
   if (!layout.ok()) {
-    return Unsupported(context + ": its partition spec is not the hour, day or month " +
-                       "of a time column: Timelake writes only those (or no partitioning)");
+    return Unsupported(
+        context + ": its partition spec is not the hour, day or month " +
+        "of a time column: Timelake writes only those (or no partitioning)");
   }
   auto rules = RulesOf(*planned);
   if (!rules.ok()) return WithContext(rules.status(), context);
@@ -526,8 +530,8 @@ arrow::Result<std::shared_ptr<const TableState>> RunUpgrade(
     change.operation = "replace";
     // Computed for the snapshot planned on; again for another one that a
     // concurrent commit made current first.
-    change.index_at = [planned = table->metadata.current_snapshot_id, index = *index](
-                          const TableState& base)
+    change.index_at = [planned = table->metadata.current_snapshot_id,
+                       index = *index](const TableState& base)
         -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
       if (base.metadata.current_snapshot_id == planned) return index;
       return ComputeLvi(std::make_shared<const TableState>(base));
@@ -540,12 +544,13 @@ arrow::Result<std::shared_ptr<const TableState>> RunUpgrade(
     TIMELAKE_ASSIGN_OR_RAISE(auto current_layout, LayoutOf(*table));
     MaintainReport compacted;
     TIMELAKE_ASSIGN_OR_RAISE(
-        table, RunCompaction(table, current_rules, StepOptions{step.max_commit_attempts, {}},
-                             &compacted, [&](const Rewrite& job, const TableState& after) {
-                               done(UpgradeStep::Kind::kRewriteFiles,
-                                    RewriteText(job, after, current_rules, current_layout),
-                                    after.version);
-                             }));
+        table,
+        RunCompaction(table, current_rules, StepOptions{step.max_commit_attempts, {}},
+                      &compacted, [&](const Rewrite& job, const TableState& after) {
+                        done(UpgradeStep::Kind::kRewriteFiles,
+                             RewriteText(job, after, current_rules, current_layout),
+                             after.version);
+                      }));
     report->files_rewritten = compacted.files_rewritten;
     report->files_written = compacted.files_written;
     report->rows_rewritten = compacted.rows_rewritten;
