@@ -34,6 +34,7 @@ STAGES = [
     "read",
     "maintain",
     "rollup",
+    "upgrade",
     "api",
     "rest",
     "cli",

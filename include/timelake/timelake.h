@@ -266,6 +266,112 @@ struct DeleteReport {
   std::chrono::microseconds duration{0};
 };
 
+// One change of a table's schema (Table::EvolveSchema). Columns are
+// Iceberg fields with ids: a renamed column keeps its id (data files
+// written before read under the new name), an added one takes a new id
+// (files written before read it as null), a widened one keeps its id and
+// older files' values are cast. Only top-level columns change.
+struct SchemaChange {
+  enum class Kind {
+    kAddColumn,     // `column` of `type`, nullable, after the others
+    kRenameColumn,  // `column` becomes `new_name`
+    kWidenColumn,   // `column` becomes `type`: int32 -> int64, float32 ->
+                    // float64, decimal128(P, S) -> decimal128(P2 > P, S)
+  };
+  Kind kind = Kind::kAddColumn;
+  std::string column;
+  std::string new_name;                   // kRenameColumn
+  std::shared_ptr<arrow::DataType> type;  // kAddColumn, kWidenColumn
+
+  static SchemaChange AddColumn(std::string column,
+                                std::shared_ptr<arrow::DataType> type);
+  static SchemaChange RenameColumn(std::string column, std::string new_name);
+  static SchemaChange WidenColumn(std::string column,
+                                  std::shared_ptr<arrow::DataType> type);
+};
+
+// One change Table::Upgrade makes, in the order it makes them. Each is its
+// own commit, except kWriteHead.
+struct UpgradeStep {
+  enum class Kind {
+    // Sets timelake.keep-snapshots-until to now + keep_snapshots, so that no
+    // snapshot from before the upgrade expires meanwhile (rollback stays
+    // possible).
+    kProtectSnapshots,
+    // Sets timelake.format-version to kFormatVersion.
+    kRecordFormatVersion,
+    // Adds what a time-series table of this format has: the contract
+    // properties (time column, series key, chunk, dedup, insertion-time
+    // column), the `_ingest_ts` column, the sort order by (series key…,
+    // time).
+    kAddContract,
+    // Writes the current snapshot's last-value index, which it lacks (a
+    // snapshot another engine committed).
+    kBuildLastValueIndex,
+    // Rewrites the files of one partition into sorted, duplicate-free files
+    // of the target size (as Table::Maintain compacts).
+    kRewriteFiles,
+    // Writes metadata/timelake-head for the version reached.
+    kWriteHead,
+  };
+  Kind kind = Kind::kProtectSnapshots;
+  // What it changes, e.g. "rewrite time_day=2026-04-01: 7 files, unsorted".
+  std::string description;
+  // Whether it was made (false for a dry run).
+  bool done = false;
+  // The table version it committed (0 when it committed nothing).
+  int64_t version = 0;
+};
+// "protect-snapshots", "record-format-version", "add-contract",
+// "build-last-value-index", "rewrite-files", "write-head".
+std::string_view UpgradeStepName(UpgradeStep::Kind kind);
+
+// Options for Table::Upgrade.
+struct UpgradeOptions {
+  // List the steps without changing anything on storage. Default: false.
+  bool dry_run = false;
+  // Rewrite unsorted and small files (kRewriteFiles). Default: true.
+  bool compact = true;
+  // How long snapshots from before the upgrade are protected from expiry
+  // (kProtectSnapshots). Default: 7 days.
+  std::chrono::milliseconds keep_snapshots = std::chrono::hours(24 * 7);
+  // Adopting a plain Iceberg table (one another engine wrote, without a
+  // timelake.time-column): its timestamp column, which makes it a
+  // time-series table. Ignored when it names the table's time column
+  // already; another one is kInvalid. Default: none (the table stays a
+  // plain table if it is one).
+  std::optional<std::string> time_column;
+  // With time_column: the columns that identify a series. Default: empty.
+  std::vector<std::string> series_key;
+  // With time_column: one row per (series, time). Default: unset, which
+  // means on exactly when a series key is given (as for CreateTable).
+  std::optional<bool> dedup;
+  // Attempts of each commit before giving up with kConflict; values below 1
+  // count as 1. Default: 20.
+  int max_commit_attempts = 20;
+  // Called with one line per step made. Default: none.
+  std::function<void(const std::string&)> progress;
+};
+
+// What Table::Upgrade did (or, with dry_run, would do).
+struct UpgradeReport {
+  bool dry_run = false;
+  // The table's timelake.format-version before ("" when untagged, which
+  // counts as 0.1.0) and after.
+  std::string from_format;
+  std::string to_format;
+  // The steps, in order; empty when the table is current already.
+  std::vector<UpgradeStep> steps;
+  int64_t files_rewritten = 0;  // kRewriteFiles: inputs replaced
+  int64_t files_written = 0;
+  int64_t rows_rewritten = 0;
+  int64_t version = 0;  // table version afterwards
+  std::chrono::microseconds duration{0};
+
+  // Whether anything was (or, with dry_run, would be) changed.
+  bool changed() const { return !steps.empty(); }
+};
+
 // How a commit went.
 struct CommitInfo {
   // Attempts of put-if-absent of the next metadata version (1 = no race).
@@ -340,6 +446,7 @@ struct SnapshotInfo {
   int64_t timestamp_ms = 0;
   std::string operation;  // "append", "replace", "overwrite", "delete", …
   int64_t rows = 0;       // total-records after it
+  int64_t files = 0;      // total-data-files after it
   std::optional<std::string> batch_id;
   bool current = false;
   // In the current snapshot's history (false for those a rollback left).
@@ -496,6 +603,42 @@ class Table {
   // kConflict (other writers won max_commit_attempts times), kUnsupported
   // (a newer table format), kStorage.
   arrow::Result<Table> Rollback(int64_t snapshot_id) const;
+
+  // Changes the schema in one metadata-only commit (a new schema id made
+  // current, no new snapshot), `changes` applied in order, over whatever
+  // version is newest. Appends then carry the new schema (AlignBatch by
+  // name); queries, Timelake 0.7 and other Iceberg engines read the older
+  // data files by field id. The time column, the series key columns, the
+  // insertion-time column and the sources of the partition spec and sort
+  // order keep their name and type. Errors: kInvalid naming the change
+  // (an unknown column, a name taken already, a type change that is not a
+  // widening, a fixed column; nothing is written), kConflict, kNotFound
+  // (dropped meanwhile), kUnsupported (a newer table format), kCorrupt,
+  // kStorage (the commit may or may not have landed). `properties` are
+  // SetProperties' edits made in the same commit (the CLI's `alter` with
+  // both): a bad one is kInvalid and the schema does not change either.
+  // Default: none.
+  arrow::Result<Table> EvolveSchema(
+      const std::vector<SchemaChange>& changes,
+      const std::map<std::string, std::optional<std::string>>& properties = {}) const;
+
+  // Brings the table to this build's format (kFormatVersion), each step its
+  // own commit (UpgradeStep): protect the snapshots, record the format
+  // version, add the contract (time-series tables), build a missing
+  // last-value index, rewrite unsorted or small files, write the head.
+  // Adopts a plain Iceberg table another engine wrote when
+  // `options.time_column` names its time column. Each step is decided by
+  // what the newest version lacks, so a run that failed or was killed
+  // part-way leaves a readable table and the next run finishes the rest; a
+  // current table gives an empty report and commits nothing. With
+  // `dry_run`, the steps it would make and no change on storage. Errors:
+  // kInvalid (a time column or series key that is not in the schema or not
+  // a timestamp, a time column with nulls, another time column than the
+  // table's; nothing is written), kUnsupported (a partitioning Timelake does
+  // not write, a newer table format), kConflict (a step's commit lost too
+  // many races; the steps before it stay), kNotFound, kCorrupt, kStorage.
+  arrow::Result<std::pair<Table, UpgradeReport>> Upgrade(
+      const UpgradeOptions& options = {}) const;
 
   // Deletes the rows for which the SQL predicate `where` is true (a row for
   // which it is NULL stays; empty: every row), as queries see the table:

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "arrow_capsules.h"
@@ -457,6 +459,88 @@ Table SetProperties(const Table& table,
   return ValueOrThrow(table.SetProperties(changes));
 }
 
+nb::dict UpgradeDict(const UpgradeReport& r) {
+  nb::list steps;
+  for (const auto& step : r.steps) {
+    nb::dict d;
+    d["step"] = std::string(UpgradeStepName(step.kind));
+    d["description"] = step.description;
+    d["done"] = step.done;
+    if (step.version > 0) {
+      d["version"] = step.version;
+    } else {
+      d["version"] = nb::none();
+    }
+    steps.append(d);
+  }
+  nb::dict d;
+  d["dry_run"] = r.dry_run;
+  d["from_format"] = r.from_format.empty() ? std::string("0.1.0") : r.from_format;
+  d["to_format"] = r.to_format.empty() ? std::string("0.1.0") : r.to_format;
+  d["steps"] = steps;
+  d["files_rewritten"] = r.files_rewritten;
+  d["files_written"] = r.files_written;
+  d["rows_rewritten"] = r.rows_rewritten;
+  d["version"] = r.version;
+  d["seconds"] = static_cast<double>(r.duration.count()) / 1e6;
+  return d;
+}
+
+std::pair<Table, nb::dict> Upgrade(const Table& table, bool dry_run, bool compact,
+                                   std::optional<int64_t> keep_snapshots_ms,
+                                   std::optional<std::string> time_column,
+                                   std::vector<std::string> series_key,
+                                   std::optional<bool> dedup, int max_commit_attempts) {
+  UpgradeOptions options;
+  options.dry_run = dry_run;
+  options.compact = compact;
+  if (keep_snapshots_ms.has_value()) {
+    if (*keep_snapshots_ms < 0) {
+      throw StatusError(Invalid(fmt::format(
+          "upgrading {}: keep_snapshots must not be negative", table.name().ToString())));
+    }
+    options.keep_snapshots = std::chrono::milliseconds(*keep_snapshots_ms);
+  }
+  options.time_column = std::move(time_column);
+  options.series_key = std::move(series_key);
+  options.dedup = dedup;
+  options.max_commit_attempts = max_commit_attempts;
+  std::pair<Table, UpgradeReport> done = [&] {
+    nb::gil_scoped_release release;
+    return ValueOrThrow(table.Upgrade(options));
+  }();
+  return {std::move(done.first), UpgradeDict(done.second)};
+}
+
+Table Rollback(const Table& table, int64_t snapshot_id) {
+  nb::gil_scoped_release release;
+  return ValueOrThrow(table.Rollback(snapshot_id));
+}
+
+// `changes`: (kind, column, new name, a schema of one field whose type is the
+// type) with kind "add", "rename" or "widen".
+Table EvolveSchema(
+    const Table& table,
+    const std::vector<std::tuple<std::string, std::string, std::string, nb::object>>&
+        changes) {
+  std::vector<SchemaChange> converted;
+  for (const auto& [kind, column, new_name, type] : changes) {
+    std::shared_ptr<arrow::DataType> arrow_type;
+    if (!type.is_none()) arrow_type = ImportSchema(type)->field(0)->type();
+    if (kind == "add") {
+      converted.push_back(SchemaChange::AddColumn(column, arrow_type));
+    } else if (kind == "rename") {
+      converted.push_back(SchemaChange::RenameColumn(column, new_name));
+    } else if (kind == "widen") {
+      converted.push_back(SchemaChange::WidenColumn(column, arrow_type));
+    } else {
+      throw StatusError(Invalid("unknown schema change '" + kind + "'"));
+    }
+  }
+  nb::gil_scoped_release release;
+  return ValueOrThrow(table.EvolveSchema(converted));
+}
+
 Table Refresh(const Table& table) {
   nb::gil_scoped_release release;
   return ValueOrThrow(table.Refresh());
@@ -529,7 +613,46 @@ NB_MODULE(_timelake, m) {
       .def("maintain", &Maintain, "retention"_a = true, "compact"_a = true,
            "expire"_a = true, "clean_orphans"_a = true, "orphan_age_ms"_a = nb::none(),
            "max_commit_attempts"_a = 20, "rollups"_a = true,
-           "Runs maintenance; returns the new version and the report.");
+           "Runs maintenance; returns the new version and the report.")
+      .def("upgrade", &Upgrade, "dry_run"_a = false, "compact"_a = true,
+           "keep_snapshots_ms"_a = nb::none(), "time_column"_a = nb::none(),
+           "series_key"_a = std::vector<std::string>{}, "dedup"_a = nb::none(),
+           "max_commit_attempts"_a = 20,
+           "Upgrades the table; returns the new version and the report.")
+      .def("rollback", &Rollback, "snapshot_id"_a,
+           "Makes a kept snapshot the current one; returns the new version.")
+      .def("evolve_schema", &EvolveSchema, "changes"_a,
+           "Changes the schema in one commit: (kind, column, new_name, type schema) "
+           "tuples; returns the new version.")
+      .def(
+          "snapshots",
+          [](const Table& t) {
+            nb::list out;
+            for (const auto& s : t.Snapshots()) {
+              nb::dict d;
+              d["snapshot_id"] = s.snapshot_id;
+              if (s.parent_id) {
+                d["parent_id"] = *s.parent_id;
+              } else {
+                d["parent_id"] = nb::none();
+              }
+              d["sequence_number"] = s.sequence_number;
+              d["timestamp_ms"] = s.timestamp_ms;
+              d["operation"] = s.operation;
+              d["rows"] = s.rows;
+              d["files"] = s.files;
+              if (s.batch_id) {
+                d["batch_id"] = *s.batch_id;
+              } else {
+                d["batch_id"] = nb::none();
+              }
+              d["current"] = s.current;
+              d["in_history"] = s.in_history;
+              out.append(d);
+            }
+            return out;
+          },
+          "The snapshots this version keeps, oldest first.");
 
   nb::class_<PyLake>(m, "Lake", "A warehouse and its SQL session.")
       .def(nb::init<const std::string&, const std::map<std::string, std::string>&,

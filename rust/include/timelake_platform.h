@@ -342,6 +342,22 @@ typedef struct TlCatalogCallbacks {
   // the only check: Rust keeps no list of names or ranges (unknown names
   // are the callback's to refuse too); such errors are TL_INVALID.
   int (*check_setting)(void* ctx, const char* name, const char* value, TlSink* out);
+  // Optional (NULL: the SQL function as_of fails with TL_UNSUPPORTED). Time
+  // travel: resolves `schema`.`table` as of `at_json`, {"snapshot_id": N}
+  // (that snapshot) or {"timestamp_ms": T} (the snapshot that was current at
+  // T, milliseconds since the epoch). Sets the table's schema at that
+  // snapshot (tl_sink_set_schema) and writes {"snapshot_id": N}; returns 1
+  // when the table does not exist, an error (TL_NOT_FOUND) when no kept
+  // snapshot answers. Scans of the table read as of it then send plan_scan
+  // requests with "snapshot_id": N, which C++ answers as for the current
+  // snapshot (the files, or the last-value index, of snapshot N).
+  int (*table_at)(void* ctx, const char* schema, const char* table, const char* at_json,
+                  TlSink* out);
+  // Optional (NULL: the SQL function snapshots fails with TL_UNSUPPORTED).
+  // The snapshots `schema`.`table` keeps, one row each, moved into the sink
+  // with tl_sink_set_batch (any schema: the rows are the function's answer
+  // as they are); returns 1 when the table does not exist.
+  int (*list_snapshots)(void* ctx, const char* schema, const char* table, TlSink* out);
 } TlCatalogCallbacks;
 
 typedef struct TlSession TlSession;

@@ -16,6 +16,8 @@
 //! - [`planner`]: gap filling ([`gapfill`], [`gapfill_exec`]), ASOF JOIN
 //!   ([`asof`], [`asof_exec`], reading sorted scans with [`sorted_scan`])
 //!   and the plans of time-weighted means ([`twmplan`]).
+//! - [`timetravel`]: the table functions `as_of` and `snapshots`;
+//!   [`fieldids`]: data file columns found by Iceberg field id.
 
 pub mod asof;
 pub mod asof_exec;
@@ -25,6 +27,7 @@ pub mod datetrunc;
 pub mod dedup;
 pub mod error;
 pub mod ffi;
+pub mod fieldids;
 pub mod filters;
 pub mod footers;
 pub mod gapfill;
@@ -42,6 +45,7 @@ pub mod settings;
 pub mod sorted_scan;
 pub mod store;
 pub mod stream;
+pub mod timetravel;
 pub mod trace;
 pub mod tsargs;
 pub mod twm;

@@ -35,6 +35,7 @@ use serde_json::json;
 use crate::callbacks::Callbacks;
 use crate::dedup::DedupExec;
 use crate::error::{TlError, TlResult};
+use crate::fieldids::FieldIdAdapterFactory;
 use crate::filters::translate_filters;
 use crate::footers;
 use crate::naming::NamingReaderFactory;
@@ -50,7 +51,8 @@ pub const ROLLUPS_KEY: &str = "timelake.rollups";
 /// Schema metadata key of the table's `timelake.time-weighted-mean` setting.
 pub const TWM_MODE_KEY: &str = "timelake.time_weighted_mean";
 
-/// One table of the catalog, as resolved for one query.
+/// One table of the catalog, as resolved for one query: at its newest
+/// version, or as of one of its snapshots (time travel, [`crate::timetravel`]).
 #[derive(Debug)]
 pub struct TimelakeTable {
     schema_name: String,
@@ -58,6 +60,8 @@ pub struct TimelakeTable {
     schema: SchemaRef,
     callbacks: Arc<Callbacks>,
     store: Arc<Store>,
+    /// The snapshot read instead of the current one.
+    snapshot_id: Option<i64>,
     time_column: Option<String>,
     has_rollups: bool,
     /// The table's `time-weighted-mean` setting (`TWM_MODE_KEY`), when C++
@@ -95,6 +99,7 @@ impl TimelakeTable {
             schema,
             callbacks,
             store,
+            snapshot_id: None,
             time_column,
             has_rollups,
             time_weighted_mean,
@@ -154,6 +159,24 @@ impl TimelakeTable {
         Ok(answer.text)
     }
 
+    /// The same table read as of `snapshot_id` (its schema is the one the
+    /// table had at that snapshot).
+    pub fn at_snapshot(mut self, snapshot_id: i64) -> Self {
+        self.snapshot_id = Some(snapshot_id);
+        // A past snapshot is read as it was: never routed to a rollup,
+        // which reflects the newest raw data.
+        self.has_rollups = false;
+        self
+    }
+
+    /// Adds the snapshot read (if any) to a `plan_scan` request.
+    fn pinned(&self, mut request: serde_json::Value) -> String {
+        if let Some(id) = self.snapshot_id {
+            request["snapshot_id"] = json!(id);
+        }
+        request.to_string()
+    }
+
     /// The `plan_scan` request (format documented in the header).
     fn scan_request(
         &self,
@@ -174,13 +197,12 @@ impl TimelakeTable {
                 .map(|&i| self.schema.field(i).name().clone())
                 .collect::<Vec<_>>()
         });
-        json!({
+        self.pinned(json!({
             "filters": translate_filters(filters, &self.schema),
             "projection": projection,
             "limit": limit,
             "settings": settings,
-        })
-        .to_string()
+        }))
     }
 
     /// Reads the `plan_scan` answer (a batch laid out as the header says)
@@ -286,11 +308,10 @@ impl TimelakeTable {
         partition_by: &[String],
         order_by: &str,
     ) -> TlResult<Option<RecordBatch>> {
-        let request = json!({
+        let request = self.pinned(json!({
             "filters": [],
             "last_values": {"partition_by": partition_by, "order_by": order_by},
-        })
-        .to_string();
+        }));
         let answer = runtime::call_blocking_sync(|| {
             self.callbacks
                 .plan_scan(&self.schema_name, &self.table_name, &request)
@@ -353,7 +374,10 @@ impl TimelakeTable {
         // index, bloom filters; row-level too with
         // `datafusion.execution.parquet.pushdown_filters`). Setting it here
         // as well would make the source evaluate every filter twice.
+        // Columns are found in each file by Iceberg field id, so that files
+        // written before a rename or a widening read right.
         let mut builder = FileScanConfigBuilder::new(object_store_url, Arc::new(source))
+            .with_expr_adapter(Some(Arc::new(FieldIdAdapterFactory)))
             .with_file_groups(groups)
             .with_projection_indices(projection)?
             .with_limit(limit);

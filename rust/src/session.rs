@@ -18,7 +18,7 @@ use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::callbacks::Callbacks;
-use crate::catalog::TimelakeCatalog;
+use crate::catalog::{TimelakeCatalog, CATALOG};
 use crate::datetrunc::UtcDateTrunc;
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
 use crate::lastvalue::LastValueRewrite;
@@ -30,9 +30,9 @@ use crate::settings::TimelakeOptions;
 use crate::store::redact;
 use crate::store::Store;
 use crate::stream;
+use crate::timetravel::{AsOf, Snapshots};
 use crate::twm::TimeWeighted;
 
-pub const CATALOG: &str = "timelake";
 pub const DEFAULT_SCHEMA: &str = "default";
 
 /// `time_bucket(interval, ts [, origin])`: DataFusion's `date_bin` under
@@ -111,6 +111,15 @@ impl Session {
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
         let secrets = store.secrets();
+        // Time travel: as_of(table, snapshot | time), snapshots(table).
+        ctx.register_udtf(
+            "as_of",
+            Arc::new(AsOf::new(Arc::clone(&callbacks), Arc::clone(&store))),
+        );
+        ctx.register_udtf(
+            "snapshots",
+            Arc::new(Snapshots::new(Arc::clone(&callbacks))),
+        );
         ctx.register_catalog(CATALOG, Arc::new(TimelakeCatalog::new(callbacks, store)));
         Ok(Self {
             ctx,

@@ -7,7 +7,8 @@
 // of its group:
 //   ingest_commands.cc  create, append (alias import)
 //   query_commands.cc   sql, latest
-//   table_commands.cc   maintain, delete, rollback, info, ls, drop, alter
+//   table_commands.cc   maintain, delete, rollback, upgrade, info, ls, drop,
+//                       alter
 //   serve_command.cc    serve
 //   commands.cc         settings, demo, and what the groups share
 //
@@ -105,6 +106,7 @@ std::unique_ptr<Command> MakeInfoCommand();
 std::unique_ptr<Command> MakeLsCommand();
 std::unique_ptr<Command> MakeDropCommand();
 std::unique_ptr<Command> MakeAlterCommand();
+std::unique_ptr<Command> MakeUpgradeCommand();
 std::unique_ptr<Command> MakeServeCommand();
 std::unique_ptr<Command> MakeSettingsCommand();
 std::unique_ptr<Command> MakeDemoCommand();

@@ -75,9 +75,7 @@ arrow::Result<CommitOutcome> Commit(std::shared_ptr<const internal::TableState> 
     }
     // Every write asks the format rule of the version it builds on (a newer
     // Timelake may have committed since the last attempt).
-    auto allowed = internal::CheckFormatVersion(base->name.ToString(),
-                                                internal::FormatVersionOf(base->metadata),
-                                                internal::FormatAccess::kWrite);
+    auto allowed = internal::CheckTableFormat(*base, internal::FormatAccess::kWrite);
     if (!allowed.ok()) {
       DeleteQuietly(store, lost);
       change->Abandon();
@@ -142,55 +140,56 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Publish(
   return state;
 }
 
-void WriteHeadAsync(std::shared_ptr<const internal::TableState> state) {
-  const settings::Resolver resolve(nullptr, nullptr, &state->metadata.properties);
+arrow::Status WriteHead(const internal::TableState& state) {
+  const settings::Resolver resolve(nullptr, nullptr, &state.metadata.properties);
   // "json" is a codec 0.7 knows; this writer has only "arrow" and writes
   // nothing for the others ("none" means no head).
-  if (resolve.Get("head-format").value_or("arrow") != "arrow") return;
+  if (resolve.Get("head-format").value_or("arrow") != "arrow") return arrow::Status::OK();
   const int64_t inline_limit = resolve.GetInt("head-inline-bytes").ValueOr(0);
-  versions::RunInBackground([state = std::move(state), inline_limit] {
-    format::Head head;
-    head.version = state->version;
-    head.metadata_json = state->metadata.Serialize();
-    auto files = internal::ListLiveFiles(*state);
-    if (!files.ok()) return;
-    head.files = std::move(*files);
-    int64_t budget = inline_limit;
-    if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
-      if (auto uri = internal::LviUri(*snapshot)) {
-        auto index = internal::ReadLvi(*state, *uri);
-        if (!index.ok()) return;  // without its index the head would mislead
-        // Inlined while it fits in head-inline-bytes; a bigger index stays in
-        // its own file (the head then plans scans, `latest` reads the file).
-        // The index file's size (compressed Parquet) is what must fit.
-        auto key = internal::KeyOf(*state, *uri);
-        auto bytes = key.ok()
-                         ? internal::GetImmutable(*state->lake, *key)
-                         : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
-        if (bytes.ok() && (*bytes)->size() <= inline_limit) {
-          head.last_values = *index;
-          budget -= (*bytes)->size();
-        }
+  format::Head head;
+  head.version = state.version;
+  head.metadata_json = state.metadata.Serialize();
+  TIMELAKE_ASSIGN_OR_RAISE(head.files, internal::ListLiveFiles(state));
+  int64_t budget = inline_limit;
+  if (const auto* snapshot = state.metadata.CurrentSnapshot()) {
+    if (auto uri = internal::LviUri(*snapshot)) {
+      // Without its index the head would mislead: no head then.
+      TIMELAKE_ASSIGN_OR_RAISE(auto index, internal::ReadLvi(state, *uri));
+      // Inlined while it fits in head-inline-bytes; a bigger index stays in
+      // its own file (the head then plans scans, `latest` reads the file).
+      // The index file's size (compressed Parquet) is what must fit.
+      auto key = internal::KeyOf(state, *uri);
+      auto bytes = key.ok() ? internal::GetImmutable(*state.lake, *key)
+                            : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
+      if (bytes.ok() && (*bytes)->size() <= inline_limit) {
+        head.last_values = index;
+        budget -= (*bytes)->size();
       }
     }
-    // Then the footers of the newest files (the ones queries of recent data
-    // read), as far as this lake holds them and they fit.
-    std::vector<const format::LiveFile*> newest;
-    for (const auto& f : head.files) newest.push_back(&f);
-    std::stable_sort(newest.begin(), newest.end(), [](const auto* a, const auto* b) {
-      return a->sequence_number.value_or(0) > b->sequence_number.value_or(0);
-    });
-    for (const auto* f : newest) {
-      auto blob = state->lake->footers.Get(f->key);
-      if (blob == nullptr || blob->size() > budget) continue;
-      budget -= blob->size();
-      head.footers.emplace_back(f->data_file.file_path, std::move(blob));
-    }
-    auto bytes = format::EncodeHead(head);
-    if (!bytes.ok()) return;
-    (void)state->lake->store->Put(
-        versions::MetadataPrefix(state->table_key) + "/" + format::kHeadName, *bytes);
+  }
+  // Then the footers of the newest files (the ones queries of recent data
+  // read), as far as this lake holds them and they fit.
+  std::vector<const format::LiveFile*> newest;
+  for (const auto& f : head.files) newest.push_back(&f);
+  std::stable_sort(newest.begin(), newest.end(), [](const auto* a, const auto* b) {
+    return a->sequence_number.value_or(0) > b->sequence_number.value_or(0);
   });
+  for (const auto* f : newest) {
+    auto blob = state.lake->footers.Get(f->key);
+    if (blob == nullptr || blob->size() > budget) continue;
+    budget -= blob->size();
+    head.footers.emplace_back(f->data_file.file_path, std::move(blob));
+  }
+  TIMELAKE_ASSIGN_OR_RAISE(auto bytes, format::EncodeHead(head));
+  return state.lake->store->Put(
+      versions::MetadataPrefix(state.table_key) + "/" + format::kHeadName, bytes);
+}
+
+void WriteHeadAsync(std::shared_ptr<const internal::TableState> state) {
+  const settings::Resolver resolve(nullptr, nullptr, &state->metadata.properties);
+  if (resolve.Get("head-format").value_or("arrow") != "arrow") return;
+  // Best effort: a failure leaves the previous head, which readers find stale.
+  versions::RunInBackground([state = std::move(state)] { (void)WriteHead(*state); });
 }
 
 std::vector<format::PartitionFieldType> PartitionTypeOf(

@@ -116,9 +116,13 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Publish(
     const format::TableMetadata& metadata);
 
 // The head of `state`'s version, built from its live files and last-value
-// index and put to metadata/timelake-head, in the background (Flush() waits).
-// Within head-inline-bytes it inlines the index (while its file fits), then
-// the footers the lake holds of the newest files. Best effort: a failure
+// index and put to metadata/timelake-head. Within head-inline-bytes it
+// inlines the index (while its file fits), then the footers the lake holds
+// of the newest files. Nothing when timelake.head-format is not "arrow".
+// Errors: those of listing the live files, reading the index and the put.
+arrow::Status WriteHead(const internal::TableState& state);
+
+// WriteHead in the background (Flush() waits), best effort: a failure
 // leaves the previous head, which readers then find stale.
 void WriteHeadAsync(std::shared_ptr<const internal::TableState> state);
 

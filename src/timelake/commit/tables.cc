@@ -19,6 +19,7 @@ arrow::Result<std::shared_ptr<const internal::TableState>> CreateTable(
   auto props = internal::NewTableProperties(options);
   if (!props.ok()) return WithContext(props.status(), context);
   if (ingest_column.empty()) props->erase(internal::property::kIngestTimeColumn);
+  (*props)[internal::property::kFormatVersion] = lake->format_version;
   for (const auto& [key, value] : managed) (*props)[key] = value;
   const std::string ingest = options.time_column ? ingest_column : "";
   auto normalized =

@@ -67,6 +67,17 @@ struct TableMetadata {
   const PartitionSpec& DefaultSpec() const;
   const Snapshot* CurrentSnapshot() const;
   const Snapshot* FindSnapshot(int64_t id) const;
+  // The schema (the JSON object) with `schema_id`, or nullptr.
+  const nlohmann::json* FindSchema(int schema_id) const;
+  // The ids of the current snapshot and its ancestors that the metadata
+  // still holds (empty without a current snapshot). Snapshots a rollback
+  // left behind are not among them.
+  std::vector<int64_t> History() const;
+  // The snapshot that was current at `timestamp_ms` (inclusive), as the
+  // snapshot log records it (rollbacks included); without a log, the newest
+  // snapshot of History() committed at or before it. nullopt when the table
+  // had none then. The id may name a snapshot that has expired since.
+  std::optional<int64_t> SnapshotAsOf(int64_t timestamp_ms) const;
 
   // Appends a snapshot, makes it current (main branch), logs it and bumps the
   // sequence number and update time.

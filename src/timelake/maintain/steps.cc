@@ -437,6 +437,29 @@ arrow::Result<std::shared_ptr<const TableState>> RunRewrite(
   return table;
 }
 
+arrow::Result<std::shared_ptr<const TableState>> RunCompaction(
+    std::shared_ptr<const TableState> table, const MaintainRules& rules,
+    const StepOptions& options, MaintainReport* report,
+    const std::function<void(const Rewrite&, const TableState&)>& rewritten) {
+  std::optional<std::set<std::optional<int32_t>>> again;
+  for (int pass = 0; pass < 8 && (!again || !again->empty()); ++pass) {
+    TIMELAKE_ASSIGN_OR_RAISE(auto files, ListLiveFiles(*table));
+    if (again) {
+      std::erase_if(files, [&](const format::LiveFile& f) {
+        return !again->count(PartitionValueOf(f));
+      });
+    }
+    again.emplace();
+    for (const auto& job :
+         PlanFull(files, *table, rules, /*cold_only=*/false, SIZE_MAX)) {
+      TIMELAKE_ASSIGN_OR_RAISE(table, RunRewrite(table, job, rules, options, report));
+      if (rewritten) rewritten(job, *table);
+      if (job.partial) again->insert(job.partition);
+    }
+  }
+  return table;
+}
+
 namespace {
 
 // Everything the snapshots `ids` of `metadata` reference: manifest lists,

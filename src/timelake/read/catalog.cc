@@ -91,6 +91,66 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
   return internal::LoadTableStateForRead(ctx->lake, name);
 }
 
+// The snapshot a plan_scan request reads (time travel), if it names one.
+std::optional<int64_t> RequestedSnapshot(const char* request) {
+  if (request == nullptr) return std::nullopt;
+  json parsed = json::parse(request, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("snapshot_id") ||
+      !parsed["snapshot_id"].is_number_integer()) {
+    return std::nullopt;
+  }
+  return parsed["snapshot_id"].get<int64_t>();
+}
+
+// The snapshots of a table as the SQL function snapshots(table) lists them.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> SnapshotRows(
+    const internal::TableState& table) {
+  arrow::Int64Builder id, parent, seq, rows, files;
+  arrow::TimestampBuilder at(arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone),
+                             arrow::default_memory_pool());
+  arrow::StringBuilder operation, batch_id;
+  arrow::BooleanBuilder current, in_history;
+  for (const auto& s : internal::SnapshotsOf(table.metadata)) {
+    TIMELAKE_RETURN_NOT_OK(id.Append(s.snapshot_id));
+    TIMELAKE_RETURN_NOT_OK(s.parent_id ? parent.Append(*s.parent_id)
+                                       : parent.AppendNull());
+    TIMELAKE_RETURN_NOT_OK(seq.Append(s.sequence_number));
+    TIMELAKE_RETURN_NOT_OK(at.Append(s.timestamp_ms * 1000));
+    TIMELAKE_RETURN_NOT_OK(operation.Append(s.operation));
+    TIMELAKE_RETURN_NOT_OK(rows.Append(s.rows));
+    TIMELAKE_RETURN_NOT_OK(files.Append(s.files));
+    TIMELAKE_RETURN_NOT_OK(s.batch_id ? batch_id.Append(*s.batch_id)
+                                      : batch_id.AppendNull());
+    TIMELAKE_RETURN_NOT_OK(current.Append(s.current));
+    TIMELAKE_RETURN_NOT_OK(in_history.Append(s.in_history));
+  }
+  std::vector<std::shared_ptr<arrow::Array>> columns(10);
+  TIMELAKE_RETURN_NOT_OK(id.Finish(&columns[0]));
+  TIMELAKE_RETURN_NOT_OK(parent.Finish(&columns[1]));
+  TIMELAKE_RETURN_NOT_OK(seq.Finish(&columns[2]));
+  TIMELAKE_RETURN_NOT_OK(at.Finish(&columns[3]));
+  TIMELAKE_RETURN_NOT_OK(operation.Finish(&columns[4]));
+  TIMELAKE_RETURN_NOT_OK(rows.Finish(&columns[5]));
+  TIMELAKE_RETURN_NOT_OK(files.Finish(&columns[6]));
+  TIMELAKE_RETURN_NOT_OK(batch_id.Finish(&columns[7]));
+  TIMELAKE_RETURN_NOT_OK(current.Finish(&columns[8]));
+  TIMELAKE_RETURN_NOT_OK(in_history.Finish(&columns[9]));
+  auto schema = arrow::schema({
+      arrow::field("snapshot_id", arrow::int64(), false),
+      arrow::field("parent_id", arrow::int64(), true),
+      arrow::field("sequence_number", arrow::int64(), false),
+      arrow::field("committed_at", columns[3]->type(), false),
+      arrow::field("operation", arrow::utf8(), false),
+      arrow::field("rows", arrow::int64(), false),
+      arrow::field("files", arrow::int64(), false),
+      arrow::field("batch_id", arrow::utf8(), true),
+      arrow::field("current", arrow::boolean(), false),
+      arrow::field("in_history", arrow::boolean(), false),
+  });
+  const int64_t n = columns[0]->length();
+  return arrow::RecordBatch::Make(std::move(schema), n, std::move(columns));
+}
+
 }  // namespace
 
 arrow::Status CheckSessionSetting(std::string_view name, std::string_view value) {
@@ -462,6 +522,11 @@ TlCatalogCallbacks MakeCatalogCallbacks(
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto state = Load(ctx, schema, table);
     if (!state.ok()) return Fail(out, state.status());
+    if (auto snapshot = RequestedSnapshot(request)) {
+      // Time travel: the same planning over the files of that snapshot.
+      state = internal::TableStateAt(**state, *snapshot);
+      if (!state.ok()) return Fail(out, state.status());
+    }
     // Both answers are rows moved to the engine as Arrow C data; an index
     // batch's buffers stay shared with the lake's cache (no copy).
     auto send = [out](const std::shared_ptr<arrow::RecordBatch>& rows) -> int {
@@ -491,6 +556,53 @@ TlCatalogCallbacks MakeCatalogCallbacks(
     if (!plan.ok()) return Fail(out, plan.status());
     if (ctx->log != nullptr) ctx->log->Add(std::move(stats));
     return send(*plan);
+  };
+  cb.table_at = [](void* raw, const char* schema, const char* table, const char* at_json,
+                   TlSink* out) -> int {
+    auto state = Load(static_cast<CatalogContext*>(raw), schema, table);
+    if (!state.ok()) {
+      const auto kind = KindOf(state.status());
+      if (kind == ErrorKind::kNotFound || kind == ErrorKind::kInvalid)
+        return kNotFoundCode;
+      return Fail(out, state.status());
+    }
+    json at = json::parse(at_json ? at_json : "", nullptr, /*allow_exceptions=*/false);
+    arrow::Result<int64_t> id =
+        Invalid("a time travel request without a snapshot or time");
+    if (at.is_object() && at.contains("snapshot_id") &&
+        at["snapshot_id"].is_number_integer()) {
+      id = at["snapshot_id"].get<int64_t>();
+    } else if (at.is_object() && at.contains("timestamp_ms") &&
+               at["timestamp_ms"].is_number_integer()) {
+      id = internal::SnapshotIdAsOf(**state, at["timestamp_ms"].get<int64_t>());
+    }
+    if (!id.ok()) return Fail(out, id.status());
+    auto at_snapshot = internal::TableStateAt(**state, *id);
+    if (!at_snapshot.ok()) return Fail(out, at_snapshot.status());
+    struct ArrowSchema c_schema;
+    auto st = arrow::ExportSchema(*(*at_snapshot)->schema, &c_schema);
+    if (!st.ok()) return Fail(out, st);
+    tl_sink_set_schema(out, &c_schema);
+    Write(out, json{{"snapshot_id", *id}}.dump());
+    return kFound;
+  };
+  cb.list_snapshots = [](void* raw, const char* schema, const char* table,
+                         TlSink* out) -> int {
+    auto state = Load(static_cast<CatalogContext*>(raw), schema, table);
+    if (!state.ok()) {
+      const auto kind = KindOf(state.status());
+      if (kind == ErrorKind::kNotFound || kind == ErrorKind::kInvalid)
+        return kNotFoundCode;
+      return Fail(out, state.status());
+    }
+    auto rows = SnapshotRows(**state);
+    if (!rows.ok()) return Fail(out, rows.status());
+    struct ArrowSchema c_schema;
+    struct ArrowArray c_array;
+    auto st = arrow::ExportRecordBatch(**rows, &c_array, &c_schema);
+    if (!st.ok()) return Fail(out, st);
+    tl_sink_set_batch(out, &c_schema, &c_array);
+    return kFound;
   };
   cb.describe_settings = [](void*, TlSink* out) -> int {
     json list = json::array();

@@ -503,23 +503,12 @@ arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(
     return Invalid("latest of " + name.ToString() +
                    ": not a time-series table (no time column)");
   }
-  // The snapshot's last-value index answers in one read. A missing or
+  // The snapshot's last-value index answers in one read (the head's copy
+  // or the index file, read in the current schema by field id). A missing or
   // unreadable index falls back to the scan, which gives the same answer.
-  if (state->head_last_values != nullptr) {
-    auto aligned = AlignBatch(*state->head_last_values, *state->schema);
-    if (aligned.ok()) {
-      auto table = arrow::Table::FromRecordBatches(state->schema, {*aligned});
-      if (table.ok()) return *table;
-    }
-  }
-  if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
-    if (auto uri = internal::LviUri(*snapshot)) {
-      auto index = internal::ReadLvi(*state, *uri);
-      if (index.ok()) {
-        auto table = arrow::Table::FromRecordBatches(state->schema, {*index});
-        if (table.ok()) return *table;
-      }
-    }
+  if (auto index = internal::ReadCurrentLvi(*state); index.ok() && *index != nullptr) {
+    auto table = arrow::Table::FromRecordBatches(state->schema, {*index});
+    if (table.ok()) return *table;
   }
   // The scan fallback: newest row per series by the tie rule's first two
   // keys (time, then insertion time).

@@ -244,10 +244,7 @@ arrow::Result<RollupRefreshReport> Refresh(std::shared_ptr<LakeState> lake,
     return WithContext(raw.status(), context + ": its raw table " + def.source);
   }
   TIMELAKE_RETURN_NOT_OK(WithContext(
-      internal::CheckFormatVersion(name.ToString(),
-                                   internal::FormatVersionOf(rollup->metadata),
-                                   internal::FormatAccess::kWrite),
-      context));
+      internal::CheckTableFormat(*rollup, internal::FormatAccess::kWrite), context));
   const auto* raw_snapshot = (*raw)->metadata.CurrentSnapshot();
   if (raw_snapshot == nullptr) return report;  // nothing to roll up yet
   const auto& raw_time = (*raw)->contract.time_column;

@@ -76,6 +76,11 @@ arrow::Status CheckFormatVersion(std::string_view table, std::string_view theirs
                                  FormatAccess access,
                                  std::string_view ours = kFormatVersion);
 
+// -1, 0 or 1 as format `a` is older than, equal to or newer than `b` (empty
+// counts as 0.1.0). Errors: kCorrupt for a version that is not
+// MAJOR.MINOR.PATCH.
+arrow::Result<int> CompareFormatVersions(std::string_view a, std::string_view b);
+
 // "a,b" <-> {"a","b"}.
 std::vector<std::string> SplitList(const std::string& text);
 std::string JoinList(const std::vector<std::string>& items);
