@@ -66,7 +66,7 @@ rust-test: setup
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
 
 compat-test: release setup-test
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability tests/engines
 
 # Dependencies point one way: no include from a lower stage of src/timelake/
 # to a higher one, no import cycle in rust/src (scripts/check_layers.py).
@@ -77,7 +77,7 @@ test: setup-test layers release
 	ctest --preset release -j $(JOBS)
 	@$(MAKE) --no-print-directory asan
 	cd rust && CARGO_TARGET_DIR=$(TIMELAKE_CARGO_TARGET_DIR) cargo test --release --locked
-	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability tests/python
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python -m pytest -q tests/compat tests/cli tests/sql tests/reliability tests/engines tests/python
 
 # The sanitizers' run-time options for `make asan` (and so `make test`). Each
 # finding fails its test: ASAN and LSan exit non-zero, and UBSAN aborts (the
@@ -118,10 +118,14 @@ clean:
 #   make bench-large   also 4,000 hosts x 24 h (TSBS's scale, 34.6 M rows), 3 repeats: ~1 hour
 #   make bench-latest  `latest` (bench/latest.py): Session::Latest cold and warm beside the
 #                      scan fallback and Timelake 0.7, 1,000 and 10,000 hosts x 1 h (~1 min)
+#   make bench-ts      hourly m4 and time_weighted_mean beside avg and Timelake 0.7
+#                      (bench/ts_functions.py): 1,000 hosts x 72 h = 26 M rows
+#   make bench-asof    ASOF JOIN of 10 M trades to 10 M quotes beside DuckDB (bench/asof.py)
 # bench/requirements.txt (numpy, matplotlib) goes into .venv once; a stamp
-# records what was installed. BENCH_ARGS passes more options to each bench/run.py.
+# records what was installed. BENCH_ARGS passes more options to each script
+# (e.g. BENCH_ARGS="--hosts 5 --hours 2 --repeats 1" for a smoke run of bench-ts).
 BENCH_ARGS ?=
-.PHONY: bench bench-quick bench-large bench-latest bench-deps
+.PHONY: bench bench-quick bench-large bench-latest bench-deps bench-ts bench-asof
 
 bench-deps: setup
 	@cmp -s bench/requirements.txt .venv/.bench-requirements || { \
@@ -144,3 +148,9 @@ bench-large: setup-test release bench-deps
 
 bench-latest: setup-test release bench-deps
 	.venv/bin/python bench/run.py --latest $(BENCH_ARGS)
+
+bench-ts: setup-test release bench-deps
+	.venv/bin/python bench/ts_functions.py $(BENCH_ARGS)
+
+bench-asof: setup-test release bench-deps
+	.venv/bin/python bench/asof.py $(BENCH_ARGS)

@@ -119,12 +119,18 @@ def main():
                                 results).items():
         out = run_json(cmd)
         for q in out["queries"]:
+            if "error" in q and system == "tl07":
+                # 0.7's time_weighted_mean fails at random with a false "runs
+                # overlap in time" error on data of this size: a result too.
+                figures.setdefault(q["name"], {})[system] = {"error": q["error"]}
+                continue
             if "error" in q:
                 raise SystemExit(f"{system} {q['name']}: {q['error']}")
             figures.setdefault(q["name"], {})[system] = {
                 "first_ms": q["first_ms"], "warm_ms": q.get("median_ms", q["first_ms"])}
     for name in AGGREGATES:
-        check(results, name)
+        if "error" not in figures[name]["tl07"]:
+            check(results, name)
 
     print(f"# Time-series aggregates: {args.hosts} hosts x {args.hours} h, "
           f"{data['rows']:,} rows; ms, warm = median of {args.repeats}\n")
@@ -134,6 +140,10 @@ def main():
     avg = figures["avg"]
     for name, f in figures.items():
         o, t = f["ours"], f["tl07"]
+        if "error" in t:
+            print(f"| {name} | {o['first_ms']:.1f} | {o['warm_ms']:.1f} | failed | failed | - "
+                  f"| {o['warm_ms'] / avg['ours']['warm_ms']:.2f} | - |")
+            continue
         print(f"| {name} | {o['first_ms']:.1f} | {o['warm_ms']:.1f} | {t['first_ms']:.1f} "
               f"| {t['warm_ms']:.1f} | {o['warm_ms'] / t['warm_ms']:.2f} "
               f"| {o['warm_ms'] / avg['ours']['warm_ms']:.2f} "

@@ -33,7 +33,10 @@ STAGES = [
     "commit",
     "read",
     "maintain",
+    "rollup",
+    "upgrade",
     "api",
+    "rest",
     "cli",
 ]
 TEST_ONLY = {"testing"}

@@ -15,6 +15,7 @@ apt_packages=(
   build-essential cmake ninja-build pkg-config ccache git
   nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   libbenchmark-dev zlib1g-dev libzstd-dev libreadline-dev clang-format
+  libcpp-httplib-dev
 )
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -74,6 +75,37 @@ if [[ "$what" == test ]]; then
     "$python" -m venv .venv-tl07
     .venv-tl07/bin/python -m pip install -q --upgrade pip
     .venv-tl07/bin/python -m pip install -q timelake==0.7.0 pyarrow==26.0.1
+  fi
+
+  # Spark for tests/engines: PySpark in .venv, Java 17 and Maven from Debian,
+  # and Iceberg's Spark runtime jar from Maven Central into
+  # ~/.cache/timelake/jars (the tests load it from there, no other network).
+  pyspark_version=3.5.9
+  iceberg_spark_version=1.10.2
+  installed_deb() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+  spark_debs=()
+  for p in openjdk-17-jre-headless maven; do installed_deb "$p" || spark_debs+=("$p"); done
+  if ((${#spark_debs[@]})); then
+    say "installing Debian packages: ${spark_debs[*]}"
+    sudo_cmd=""
+    [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${spark_debs[@]}"
+  fi
+  if ! .venv/bin/python -c "import pyspark, sys; sys.exit(pyspark.__version__ != '$pyspark_version')" \
+      2>/dev/null; then
+    say "installing pyspark==$pyspark_version into .venv"
+    .venv/bin/python -m pip install -q "pyspark==$pyspark_version"
+  fi
+  jars="$HOME/.cache/timelake/jars"
+  jar="iceberg-spark-runtime-3.5_2.12-$iceberg_spark_version.jar"
+  if [[ ! -s "$jars/$jar" ]]; then
+    say "fetching org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:$iceberg_spark_version into $jars"
+    mkdir -p "$jars"
+    mvn -B -q dependency:copy \
+      -Dartifact="org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:$iceberg_spark_version" \
+      -DoutputDirectory="$jars"
+    [[ -s "$jars/$jar" ]] || { say "maven did not fetch $jar"; exit 1; }
   fi
 fi
 

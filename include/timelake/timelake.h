@@ -114,6 +114,38 @@ struct TableOptions {
   std::map<std::string, std::string> properties;
 };
 
+// Which rollups a refresh brings up to date (SPEC §8).
+enum class RollupRefresh {
+  kNone,  // none
+  kDue,   // those whose timelake.rollup-refresh-interval has passed since
+          // their last refresh (the rollup table's setting, else the raw
+          // table's; 5 minutes by default)
+  kAll,   // every rollup of the table
+};
+
+// What one rollup refresh did.
+struct RollupRefreshReport {
+  std::string rollup;  // "ns.name"
+  // Rollup rows written (buckets recomputed x groups present).
+  int64_t rows = 0;
+  // Time ranges of the raw table recomputed (0: it was up to date).
+  int64_t ranges = 0;
+  // Recomputed from scratch: the snapshot it reflected is gone from the raw
+  // table's history, or it had never been refreshed.
+  bool rebuilt = false;
+  // The raw snapshot it reflects afterwards (none: the raw table is empty).
+  std::optional<int64_t> source_snapshot_id;
+  // Why it failed ("" when it did not); the rollup then reflects what it
+  // did before, and queries read the rest from raw data.
+  std::string error;
+  // Inline maintenance of the rollup table after the refresh, as after an
+  // append (unless the rollup's timelake.auto-maintain is false): files it
+  // rewrote, and why it failed ("" when it did not); the refresh stands
+  // either way.
+  int64_t files_rewritten = 0;
+  std::string maintenance_error;
+};
+
 // Options for Table::Append.
 struct AppendOptions {
   // Makes the append idempotent: an id already recorded in the table's
@@ -145,6 +177,10 @@ struct AppendOptions {
   // the stream. The other Append ignores it. Values below 1 count as 1.
   // Default: 1,000,000.
   int64_t buffer_rows = 1000000;
+  // The table's rollups refreshed after the commit (and inline
+  // maintenance); a failure is reported in AppendResult::rollups and never
+  // undoes the append. Default: kDue.
+  RollupRefresh refresh_rollups = RollupRefresh::kDue;
 };
 
 // Options for Table::Maintain. Every step is on by default; the rules come
@@ -175,6 +211,8 @@ struct MaintainOptions {
   // Called with one line per step and partition done, e.g.
   // "compacted time_day=2026-04-01: 12 files -> 1". Default: none.
   std::function<void(const std::string&)> progress;
+  // The table's rollups refreshed at the end. Default: kAll.
+  RollupRefresh refresh_rollups = RollupRefresh::kAll;
 };
 
 // What maintenance did (Table::Maintain, or inline after an append).
@@ -199,6 +237,8 @@ struct MaintainReport {
   int64_t conflicts = 0;
   int64_t version = 0;  // table version afterwards
   std::chrono::microseconds duration{0};
+  // Table::Maintain: the refreshes of the table's rollups.
+  std::vector<RollupRefreshReport> rollups;
 
   // Whether anything was changed.
   bool changed() const { return commits > 0 || orphans_deleted > 0; }
@@ -237,6 +277,112 @@ struct DeleteReport {
   std::chrono::microseconds duration{0};
 };
 
+// One change of a table's schema (Table::EvolveSchema). Columns are
+// Iceberg fields with ids: a renamed column keeps its id (data files
+// written before read under the new name), an added one takes a new id
+// (files written before read it as null), a widened one keeps its id and
+// older files' values are cast. Only top-level columns change.
+struct SchemaChange {
+  enum class Kind {
+    kAddColumn,     // `column` of `type`, nullable, after the others
+    kRenameColumn,  // `column` becomes `new_name`
+    kWidenColumn,   // `column` becomes `type`: int32 -> int64, float32 ->
+                    // float64, decimal128(P, S) -> decimal128(P2 > P, S)
+  };
+  Kind kind = Kind::kAddColumn;
+  std::string column;
+  std::string new_name;                   // kRenameColumn
+  std::shared_ptr<arrow::DataType> type;  // kAddColumn, kWidenColumn
+
+  static SchemaChange AddColumn(std::string column,
+                                std::shared_ptr<arrow::DataType> type);
+  static SchemaChange RenameColumn(std::string column, std::string new_name);
+  static SchemaChange WidenColumn(std::string column,
+                                  std::shared_ptr<arrow::DataType> type);
+};
+
+// One change Table::Upgrade makes, in the order it makes them. Each is its
+// own commit, except kWriteHead.
+struct UpgradeStep {
+  enum class Kind {
+    // Sets timelake.keep-snapshots-until to now + keep_snapshots, so that no
+    // snapshot from before the upgrade expires meanwhile (rollback stays
+    // possible).
+    kProtectSnapshots,
+    // Sets timelake.format-version to kFormatVersion.
+    kRecordFormatVersion,
+    // Adds what a time-series table of this format has: the contract
+    // properties (time column, series key, chunk, dedup, insertion-time
+    // column), the `_ingest_ts` column, the sort order by (series key…,
+    // time).
+    kAddContract,
+    // Writes the current snapshot's last-value index, which it lacks (a
+    // snapshot another engine committed).
+    kBuildLastValueIndex,
+    // Rewrites the files of one partition into sorted, duplicate-free files
+    // of the target size (as Table::Maintain compacts).
+    kRewriteFiles,
+    // Writes metadata/timelake-head for the version reached.
+    kWriteHead,
+  };
+  Kind kind = Kind::kProtectSnapshots;
+  // What it changes, e.g. "rewrite time_day=2026-04-01: 7 files, unsorted".
+  std::string description;
+  // Whether it was made (false for a dry run).
+  bool done = false;
+  // The table version it committed (0 when it committed nothing).
+  int64_t version = 0;
+};
+// "protect-snapshots", "record-format-version", "add-contract",
+// "build-last-value-index", "rewrite-files", "write-head".
+std::string_view UpgradeStepName(UpgradeStep::Kind kind);
+
+// Options for Table::Upgrade.
+struct UpgradeOptions {
+  // List the steps without changing anything on storage. Default: false.
+  bool dry_run = false;
+  // Rewrite unsorted and small files (kRewriteFiles). Default: true.
+  bool compact = true;
+  // How long snapshots from before the upgrade are protected from expiry
+  // (kProtectSnapshots). Default: 7 days.
+  std::chrono::milliseconds keep_snapshots = std::chrono::hours(24 * 7);
+  // Adopting a plain Iceberg table (one another engine wrote, without a
+  // timelake.time-column): its timestamp column, which makes it a
+  // time-series table. Ignored when it names the table's time column
+  // already; another one is kInvalid. Default: none (the table stays a
+  // plain table if it is one).
+  std::optional<std::string> time_column;
+  // With time_column: the columns that identify a series. Default: empty.
+  std::vector<std::string> series_key;
+  // With time_column: one row per (series, time). Default: unset, which
+  // means on exactly when a series key is given (as for CreateTable).
+  std::optional<bool> dedup;
+  // Attempts of each commit before giving up with kConflict; values below 1
+  // count as 1. Default: 20.
+  int max_commit_attempts = 20;
+  // Called with one line per step made. Default: none.
+  std::function<void(const std::string&)> progress;
+};
+
+// What Table::Upgrade did (or, with dry_run, would do).
+struct UpgradeReport {
+  bool dry_run = false;
+  // The table's timelake.format-version before ("" when untagged, which
+  // counts as 0.1.0) and after.
+  std::string from_format;
+  std::string to_format;
+  // The steps, in order; empty when the table is current already.
+  std::vector<UpgradeStep> steps;
+  int64_t files_rewritten = 0;  // kRewriteFiles: inputs replaced
+  int64_t files_written = 0;
+  int64_t rows_rewritten = 0;
+  int64_t version = 0;  // table version afterwards
+  std::chrono::microseconds duration{0};
+
+  // Whether anything was (or, with dry_run, would be) changed.
+  bool changed() const { return !steps.empty(); }
+};
+
 // How a commit went.
 struct CommitInfo {
   // Attempts of put-if-absent of the next metadata version (1 = no race).
@@ -271,6 +417,9 @@ struct AppendResult {
   // This append's maintenance runs in the background: a later Append,
   // Table::WaitForMaintenance or Flush() sees it end.
   bool maintenance_pending = false;
+  // The refreshes of the table's rollups that were due (AppendOptions::
+  // refresh_rollups); a failed one says why in its `error`.
+  std::vector<RollupRefreshReport> rollups;
 };
 
 // Summary of a table version, for `timelake info`.
@@ -288,6 +437,22 @@ struct TableInfo {
   int64_t bytes = 0;
   int64_t snapshots = 0;
   std::map<std::string, std::string> properties;
+  // A rollup table: the table it rolls up ("ns.name"), empty otherwise.
+  std::string rollup_of;
+  // A raw table: its rollups and how fresh each is.
+  struct Rollup {
+    std::string name;    // "ns.name"
+    std::string bucket;  // "1h", "1mo", …
+    // The raw snapshot its rows reflect, and when it was last refreshed
+    // (milliseconds since the epoch); none: never refreshed or unreadable.
+    std::optional<int64_t> source_snapshot_id;
+    std::optional<int64_t> refreshed_ms;
+    // Raw commits since that snapshot (0: up to date).
+    int64_t behind = 0;
+    // Why it cannot answer queries ("" when it can).
+    std::string problem;
+  };
+  std::vector<Rollup> rollups;
 };
 
 // One snapshot a table version keeps (Table::Snapshots).
@@ -298,6 +463,7 @@ struct SnapshotInfo {
   int64_t timestamp_ms = 0;
   std::string operation;  // "append", "replace", "overwrite", "delete", …
   int64_t rows = 0;       // total-records after it
+  int64_t files = 0;      // total-data-files after it
   std::optional<std::string> batch_id;
   bool current = false;
   // In the current snapshot's history (false for those a rollback left).
@@ -341,9 +507,12 @@ class Lake {
   // inline v1 manifests), kStorage.
   arrow::Result<Table> LoadTable(std::string_view name) const;
   // Deletes a table and all its files, metadata first (a failure part-way
-  // leaves no table, only unreferenced files). Errors: kInvalid (the name),
-  // kNotFound, kStorage.
-  arrow::Status DropTable(std::string_view name) const;
+  // leaves no table, only unreferenced files). A rollup table leaves its raw
+  // table's list of rollups first; a raw table's rollups are dropped with it
+  // (their names go to `dropped_rollups` when given). Errors: kInvalid (the
+  // name), kNotFound, kStorage.
+  arrow::Status DropTable(std::string_view name,
+                          std::vector<std::string>* dropped_rollups = nullptr) const;
 
  private:
   friend class Table;
@@ -460,6 +629,42 @@ class Table {
   // (a newer table format), kStorage.
   arrow::Result<Table> Rollback(int64_t snapshot_id) const;
 
+  // Changes the schema in one metadata-only commit (a new schema id made
+  // current, no new snapshot), `changes` applied in order, over whatever
+  // version is newest. Appends then carry the new schema (AlignBatch by
+  // name); queries, Timelake 0.7 and other Iceberg engines read the older
+  // data files by field id. The time column, the series key columns, the
+  // insertion-time column and the sources of the partition spec and sort
+  // order keep their name and type. Errors: kInvalid naming the change
+  // (an unknown column, a name taken already, a type change that is not a
+  // widening, a fixed column; nothing is written), kConflict, kNotFound
+  // (dropped meanwhile), kUnsupported (a newer table format), kCorrupt,
+  // kStorage (the commit may or may not have landed). `properties` are
+  // SetProperties' edits made in the same commit (the CLI's `alter` with
+  // both): a bad one is kInvalid and the schema does not change either.
+  // Default: none.
+  arrow::Result<Table> EvolveSchema(
+      const std::vector<SchemaChange>& changes,
+      const std::map<std::string, std::optional<std::string>>& properties = {}) const;
+
+  // Brings the table to this build's format (kFormatVersion), each step its
+  // own commit (UpgradeStep): protect the snapshots, record the format
+  // version, add the contract (time-series tables), build a missing
+  // last-value index, rewrite unsorted or small files, write the head.
+  // Adopts a plain Iceberg table another engine wrote when
+  // `options.time_column` names its time column. Each step is decided by
+  // what the newest version lacks, so a run that failed or was killed
+  // part-way leaves a readable table and the next run finishes the rest; a
+  // current table gives an empty report and commits nothing. With
+  // `dry_run`, the steps it would make and no change on storage. Errors:
+  // kInvalid (a time column or series key that is not in the schema or not
+  // a timestamp, a time column with nulls, another time column than the
+  // table's; nothing is written), kUnsupported (a partitioning Timelake does
+  // not write, a newer table format), kConflict (a step's commit lost too
+  // many races; the steps before it stay), kNotFound, kCorrupt, kStorage.
+  arrow::Result<std::pair<Table, UpgradeReport>> Upgrade(
+      const UpgradeOptions& options = {}) const;
+
   // Deletes the rows for which the SQL predicate `where` is true (a row for
   // which it is NULL stays; empty: every row), as queries see the table:
   // the data files that hold such rows are rewritten without them (a file
@@ -500,6 +705,23 @@ struct SessionSettings {
   arrow::Status Set(std::string_view name, std::string_view value);
 };
 
+// CREATE, REFRESH or DROP MATERIALIZED ROLLUP, as Session::Parse reads it
+// (docs/sql.md):
+//   CREATE MATERIALIZED ROLLUP [IF NOT EXISTS] ns.name AS SELECT …
+//     [WITH (refresh_interval = '5m')]
+//   REFRESH MATERIALIZED ROLLUP ns.name
+//   DROP MATERIALIZED ROLLUP [IF EXISTS] ns.name
+struct RollupStatement {
+  enum class Kind { kCreate, kRefresh, kDrop };
+  Kind kind = Kind::kCreate;
+  std::string name;            // the rollup, as written ("ns.name" or "name")
+  bool if_not_exists = false;  // CREATE … IF NOT EXISTS
+  bool if_exists = false;      // DROP … IF EXISTS
+  std::string select;          // CREATE: the text after AS, without WITH (…)
+  // CREATE: WITH (key = 'value', …), keys lower-cased, values unquoted.
+  std::map<std::string, std::string> options;
+};
+
 // One statement of a SQL script, as Session::Parse splits it.
 struct Statement {
   enum class Kind {
@@ -516,8 +738,11 @@ struct Statement {
   // kSet: the name and the value, unquoted ("timelake.read_dedup", "false").
   // kDelete: the table ("ns.table" or "table") and the predicate, empty for
   // every row.
+  // kRollup: the rollup's name; `rollup` has the rest.
   std::string name;
   std::string value;
+  // kRollup: the statement's parts.
+  std::optional<RollupStatement> rollup;
 };
 
 // A SQL session over a lake: catalog "timelake", namespaces as schemas, bare

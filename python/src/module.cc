@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "arrow_capsules.h"
@@ -61,6 +63,24 @@ nb::dict MaintainDict(const MaintainReport& r) {
   d["version"] = r.version;
   d["seconds"] = static_cast<double>(r.duration.count()) / 1e6;
   return d;
+}
+
+// Rollup refreshes as a list of dicts (an append's, or maintain's).
+nb::list RollupsList(const std::vector<RollupRefreshReport>& reports) {
+  nb::list out;
+  for (const auto& r : reports) {
+    nb::dict d;
+    d["rollup"] = r.rollup;
+    d["rows"] = r.rows;
+    d["ranges"] = r.ranges;
+    d["rebuilt"] = r.rebuilt;
+    d["source_snapshot_id"] = r.source_snapshot_id;
+    if (!r.error.empty()) d["error"] = r.error;
+    d["files_rewritten"] = r.files_rewritten;
+    if (!r.maintenance_error.empty()) d["maintenance_error"] = r.maintenance_error;
+    out.append(d);
+  }
+  return out;
 }
 
 void AddReport(MaintainReport& into, const MaintainReport& r) {
@@ -250,6 +270,21 @@ nb::dict InfoDict(const Table& table) {
   d["bytes"] = info.bytes;
   d["snapshots"] = info.snapshots;
   d["properties"] = info.properties;
+  d["rollup_of"] = info.rollup_of.empty() ? nb::object(nb::none())
+                                          : nb::object(nb::str(info.rollup_of.c_str()));
+  nb::list rollups;
+  for (const auto& r : info.rollups) {
+    nb::dict e;
+    e["name"] = r.name;
+    e["bucket"] = r.bucket;
+    e["source_snapshot_id"] = r.source_snapshot_id;
+    e["refreshed_ms"] = r.refreshed_ms;
+    e["behind"] = r.behind;
+    e["problem"] = r.problem.empty() ? nb::object(nb::none())
+                                     : nb::object(nb::str(r.problem.c_str()));
+    rollups.append(e);
+  }
+  d["rollups"] = rollups;
   return d;
 }
 
@@ -271,6 +306,7 @@ struct AppendTotals {
   bool maintenance_ran = false;
   MaintainReport maintenance;
   std::string maintenance_error;
+  std::vector<RollupRefreshReport> rollups;
 };
 
 // Appends what `reader` yields to `table`: one commit of everything when
@@ -325,6 +361,7 @@ arrow::Result<std::pair<Table, AppendTotals>> AppendReader(
       AddReport(totals.maintenance, r.maintenance);
     }
     if (!r.maintenance_error.empty()) totals.maintenance_error = r.maintenance_error;
+    totals.rollups.insert(totals.rollups.end(), r.rollups.begin(), r.rollups.end());
     return arrow::Status::OK();
   };
   while (true) {
@@ -385,15 +422,17 @@ std::pair<Table, nb::dict> Append(const Table& table, nb::handle data,
   d["duplicate"] = t.commits == 0 && t.duplicate_commits > 0;
   if (t.maintenance_ran) d["maintenance"] = MaintainDict(t.maintenance);
   if (!t.maintenance_error.empty()) d["maintenance_error"] = t.maintenance_error;
+  if (!t.rollups.empty()) d["rollups"] = RollupsList(t.rollups);
   return {std::move(result.first), std::move(d)};
 }
 
 std::pair<Table, nb::dict> Maintain(const Table& table, bool retention, bool compact,
                                     bool expire, bool clean_orphans,
                                     std::optional<int64_t> orphan_age_ms,
-                                    int max_commit_attempts) {
+                                    int max_commit_attempts, bool rollups) {
   MaintainOptions options;
   options.max_commit_attempts = max_commit_attempts;
+  options.refresh_rollups = rollups ? RollupRefresh::kAll : RollupRefresh::kNone;
   options.retention = retention;
   options.compact = compact;
   options.expire = expire;
@@ -409,13 +448,97 @@ std::pair<Table, nb::dict> Maintain(const Table& table, bool retention, bool com
     nb::gil_scoped_release release;
     return ValueOrThrow(table.Maintain(options));
   }();
-  return {std::move(done.first), MaintainDict(done.second)};
+  nb::dict report = MaintainDict(done.second);
+  if (!done.second.rollups.empty()) report["rollups"] = RollupsList(done.second.rollups);
+  return {std::move(done.first), report};
 }
 
 Table SetProperties(const Table& table,
                     const std::map<std::string, std::optional<std::string>>& changes) {
   nb::gil_scoped_release release;
   return ValueOrThrow(table.SetProperties(changes));
+}
+
+nb::dict UpgradeDict(const UpgradeReport& r) {
+  nb::list steps;
+  for (const auto& step : r.steps) {
+    nb::dict d;
+    d["step"] = std::string(UpgradeStepName(step.kind));
+    d["description"] = step.description;
+    d["done"] = step.done;
+    if (step.version > 0) {
+      d["version"] = step.version;
+    } else {
+      d["version"] = nb::none();
+    }
+    steps.append(d);
+  }
+  nb::dict d;
+  d["dry_run"] = r.dry_run;
+  d["from_format"] = r.from_format.empty() ? std::string("0.1.0") : r.from_format;
+  d["to_format"] = r.to_format.empty() ? std::string("0.1.0") : r.to_format;
+  d["steps"] = steps;
+  d["files_rewritten"] = r.files_rewritten;
+  d["files_written"] = r.files_written;
+  d["rows_rewritten"] = r.rows_rewritten;
+  d["version"] = r.version;
+  d["seconds"] = static_cast<double>(r.duration.count()) / 1e6;
+  return d;
+}
+
+std::pair<Table, nb::dict> Upgrade(const Table& table, bool dry_run, bool compact,
+                                   std::optional<int64_t> keep_snapshots_ms,
+                                   std::optional<std::string> time_column,
+                                   std::vector<std::string> series_key,
+                                   std::optional<bool> dedup, int max_commit_attempts) {
+  UpgradeOptions options;
+  options.dry_run = dry_run;
+  options.compact = compact;
+  if (keep_snapshots_ms.has_value()) {
+    if (*keep_snapshots_ms < 0) {
+      throw StatusError(Invalid(fmt::format(
+          "upgrading {}: keep_snapshots must not be negative", table.name().ToString())));
+    }
+    options.keep_snapshots = std::chrono::milliseconds(*keep_snapshots_ms);
+  }
+  options.time_column = std::move(time_column);
+  options.series_key = std::move(series_key);
+  options.dedup = dedup;
+  options.max_commit_attempts = max_commit_attempts;
+  std::pair<Table, UpgradeReport> done = [&] {
+    nb::gil_scoped_release release;
+    return ValueOrThrow(table.Upgrade(options));
+  }();
+  return {std::move(done.first), UpgradeDict(done.second)};
+}
+
+Table Rollback(const Table& table, int64_t snapshot_id) {
+  nb::gil_scoped_release release;
+  return ValueOrThrow(table.Rollback(snapshot_id));
+}
+
+// `changes`: (kind, column, new name, a schema of one field whose type is the
+// type) with kind "add", "rename" or "widen".
+Table EvolveSchema(
+    const Table& table,
+    const std::vector<std::tuple<std::string, std::string, std::string, nb::object>>&
+        changes) {
+  std::vector<SchemaChange> converted;
+  for (const auto& [kind, column, new_name, type] : changes) {
+    std::shared_ptr<arrow::DataType> arrow_type;
+    if (!type.is_none()) arrow_type = ImportSchema(type)->field(0)->type();
+    if (kind == "add") {
+      converted.push_back(SchemaChange::AddColumn(column, arrow_type));
+    } else if (kind == "rename") {
+      converted.push_back(SchemaChange::RenameColumn(column, new_name));
+    } else if (kind == "widen") {
+      converted.push_back(SchemaChange::WidenColumn(column, arrow_type));
+    } else {
+      throw StatusError(Invalid("unknown schema change '" + kind + "'"));
+    }
+  }
+  nb::gil_scoped_release release;
+  return ValueOrThrow(table.EvolveSchema(converted));
 }
 
 Table Refresh(const Table& table) {
@@ -489,8 +612,47 @@ NB_MODULE(_timelake, m) {
            "Appends Arrow data; returns the new version and the statistics.")
       .def("maintain", &Maintain, "retention"_a = true, "compact"_a = true,
            "expire"_a = true, "clean_orphans"_a = true, "orphan_age_ms"_a = nb::none(),
+           "max_commit_attempts"_a = 20, "rollups"_a = true,
+           "Runs maintenance; returns the new version and the report.")
+      .def("upgrade", &Upgrade, "dry_run"_a = false, "compact"_a = true,
+           "keep_snapshots_ms"_a = nb::none(), "time_column"_a = nb::none(),
+           "series_key"_a = std::vector<std::string>{}, "dedup"_a = nb::none(),
            "max_commit_attempts"_a = 20,
-           "Runs maintenance; returns the new version and the report.");
+           "Upgrades the table; returns the new version and the report.")
+      .def("rollback", &Rollback, "snapshot_id"_a,
+           "Makes a kept snapshot the current one; returns the new version.")
+      .def("evolve_schema", &EvolveSchema, "changes"_a,
+           "Changes the schema in one commit: (kind, column, new_name, type schema) "
+           "tuples; returns the new version.")
+      .def(
+          "snapshots",
+          [](const Table& t) {
+            nb::list out;
+            for (const auto& s : t.Snapshots()) {
+              nb::dict d;
+              d["snapshot_id"] = s.snapshot_id;
+              if (s.parent_id) {
+                d["parent_id"] = *s.parent_id;
+              } else {
+                d["parent_id"] = nb::none();
+              }
+              d["sequence_number"] = s.sequence_number;
+              d["timestamp_ms"] = s.timestamp_ms;
+              d["operation"] = s.operation;
+              d["rows"] = s.rows;
+              d["files"] = s.files;
+              if (s.batch_id) {
+                d["batch_id"] = *s.batch_id;
+              } else {
+                d["batch_id"] = nb::none();
+              }
+              d["current"] = s.current;
+              d["in_history"] = s.in_history;
+              out.append(d);
+            }
+            return out;
+          },
+          "The snapshots this version keeps, oldest first.");
 
   nb::class_<PyLake>(m, "Lake", "A warehouse and its SQL session.")
       .def(nb::init<const std::string&, const std::map<std::string, std::string>&,

@@ -36,7 +36,7 @@ from __future__ import annotations
 import atexit
 import datetime as _dt
 import os
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 # pyarrow first: the extension links the libarrow that pyarrow loads.
 import pyarrow as _pa
@@ -61,7 +61,9 @@ from ._types import (
     ArrowSchemaExportable,
     ArrowStreamExportable,
     MaintainReport,
+    SnapshotInfo,
     TableInfo,
+    UpgradeReport,
 )
 
 __all__ = [
@@ -79,11 +81,13 @@ __all__ = [
     "Lake",
     "MaintainReport",
     "NotFoundError",
+    "SnapshotInfo",
     "StorageError",
     "Table",
     "TableInfo",
     "TimelakeError",
     "UnsupportedError",
+    "UpgradeReport",
     "__version__",
     "flush",
 ]
@@ -142,6 +146,13 @@ def _arrow_data(data: Any) -> Any:
         "pyarrow Table, RecordBatch or RecordBatchReader, a polars DataFrame, a DuckDB "
         f"relation) or a pandas DataFrame, got {type(data).__module__}.{type(data).__qualname__}"
     )
+
+
+def _read_all(result: Any) -> _pa.Table:
+    """A native result (``__arrow_c_stream__``) as a ``pyarrow.Table``, without a copy.
+    Not ``pyarrow.table()``: it imports pandas to ask whether its argument is a
+    DataFrame, which made a process's first query 0.45 s slower."""
+    return _pa.RecordBatchReader.from_stream(result).read_all()
 
 
 def _is_pandas(data: Any) -> bool:
@@ -315,18 +326,21 @@ class Table:
         expired snapshots used), and the sweep of orphan files older than ``orphan_age``
         (default 24 hours; a duration such as ``"1h"`` or a ``datetime.timedelta``). Each
         step can be turned off; each commit is tried up to ``max_commit_attempts`` times
-        over other writers' commits. ``rollups`` is accepted for Timelake 0.7's scripts:
-        tables here have no materialized rollups to refresh.
+        over other writers' commits. Then, with ``rollups``, every materialized rollup of
+        the table is refreshed (each listed under ``rollups`` in the report, with its
+        ``error`` if it failed).
 
         Returns a MaintainReport: partitions_compacted, files_rewritten, files_written,
         rows_rewritten, duplicates_removed, bytes_rewritten, bytes_written,
         partitions_dropped, files_dropped, rows_dropped, snapshots_expired, files_deleted,
-        orphans_deleted, objects_deleted, commits, conflicts, version, seconds.
+        orphans_deleted, objects_deleted, commits, conflicts, version, seconds; and
+        rollups (when any was refreshed): a list of dicts rollup, rows, ranges, rebuilt,
+        source_snapshot_id, files_rewritten and, when they failed, error and
+        maintenance_error.
 
         Raises ConflictError when a rewrite's input files changed meanwhile (the steps
         before it stay committed), InvalidError for a malformed setting of the table.
         """
-        del rollups  # no materialized rollups exist to refresh
         age_ms: Optional[int] = None
         if isinstance(orphan_age, _dt.timedelta):
             age_ms = round(orphan_age.total_seconds() * 1000)
@@ -338,10 +352,126 @@ class Table:
             )
         native, report = self._native.maintain(
             bool(retention), bool(compact), bool(expire), bool(clean_orphans), age_ms,
-            int(max_commit_attempts),
+            int(max_commit_attempts), bool(rollups),
         )
         self._native = native
         return MaintainReport(**report)  # type: ignore[typeddict-item]
+
+    def upgrade(
+        self,
+        dry_run: bool = False,
+        compact: bool = True,
+        keep_snapshots: Union[str, _dt.timedelta] = "7d",
+        *,
+        time_column: Optional[str] = None,
+        series_key: Optional[Sequence[str]] = None,
+        dedup: Optional[bool] = None,
+        max_commit_attempts: int = 20,
+    ) -> UpgradeReport:
+        """Brings the table to this package's format, one commit per step, and says how.
+
+        The steps, each made only when the table lacks what it adds: protect the snapshots
+        from before the upgrade from expiry for ``keep_snapshots`` (a duration such as
+        ``"7d"`` or a ``datetime.timedelta``), so that ``rollback`` to them stays possible;
+        record the format version; add the time-series contract (properties, the
+        ``_ingest_ts`` column, the sort order); build a missing last-value index; rewrite
+        unsorted or small files (unless ``compact`` is False); write the head object.
+        ``dry_run`` lists them and changes nothing. A run stopped part-way is finished by
+        the next one; a current table gives no steps.
+
+        ``time_column`` (with ``series_key`` and ``dedup``, as for ``create_table``) adopts a
+        plain Iceberg table another engine wrote as a time-series table.
+
+        Returns an UpgradeReport: ``steps`` (one line each), ``version_before``,
+        ``snapshot_before`` (a rollback target), ``keep_snapshots_until_ms`` (when this run
+        protected the snapshots), and ``dry_run``, ``from_format``, ``to_format``,
+        ``version``, ``files_rewritten``, ``files_written``, ``rows_rewritten``,
+        ``seconds``, ``step_details`` (``step``, ``description``, ``done``, ``version``).
+
+        Raises InvalidError for a time column or series key that does not fit (nothing is
+        written), UnsupportedError for a partitioning Timelake does not write or a newer
+        table format, ConflictError when a step's commit kept losing races (the steps
+        before it stay).
+        """
+        if isinstance(keep_snapshots, _dt.timedelta):
+            keep_ms = round(keep_snapshots.total_seconds() * 1000)
+        elif isinstance(keep_snapshots, str):
+            keep_ms = _timelake.parse_duration(keep_snapshots)
+        else:
+            raise TypeError(
+                "keep_snapshots must be a duration text or a timedelta, got "
+                f"{type(keep_snapshots).__name__}"
+            )
+        if isinstance(series_key, str):
+            series_key = [series_key]
+        before = self._native.refresh()
+        native, report = self._native.upgrade(
+            bool(dry_run), bool(compact), keep_ms, time_column, list(series_key or []),
+            dedup, int(max_commit_attempts),
+        )
+        self._native = native
+        details = report.pop("steps")
+        protected = next(
+            (d for d in details if d["step"] == "protect-snapshots" and d["done"]), None
+        )
+        until = None
+        if protected is not None:
+            until = int(self.properties.get("timelake.keep-snapshots-until", "0")) or None
+        return UpgradeReport(  # type: ignore[typeddict-item]
+            steps=[d["description"] for d in details],
+            version_before=before.version,
+            snapshot_before=before.snapshot_id,
+            keep_snapshots_until_ms=until,
+            step_details=details,
+            **report,
+        )
+
+    def rollback(self, snapshot_id: int) -> None:
+        """Makes an earlier snapshot, one the table still keeps, the current one.
+
+        A metadata-only commit: the table then reads exactly as it did at that snapshot,
+        ``latest`` follows, and the batch ids of the snapshots left behind may be appended
+        again. ``snapshots()`` lists the ids. Raises NotFoundError for a snapshot the table
+        does not keep (nothing is written).
+        """
+        self._native = self._native.rollback(int(snapshot_id))
+
+    def snapshots(self) -> list[SnapshotInfo]:
+        """The snapshots this version keeps, oldest first (no storage request).
+
+        Each: snapshot_id, parent_id, sequence_number, timestamp_ms, operation, rows,
+        files, batch_id, current, in_history (false for those a rollback left behind).
+        """
+        return [SnapshotInfo(**s) for s in self._native.snapshots()]  # type: ignore[typeddict-item]
+
+    def evolve_schema(
+        self,
+        *,
+        add: Optional[Mapping[str, Any]] = None,
+        rename: Optional[Mapping[str, str]] = None,
+        widen: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        """Changes the schema in one metadata-only commit; columns keep their field ids.
+
+        ``rename`` maps old names to new ones, ``widen`` names to wider pyarrow types
+        (int32 to int64, float32 to float64, a decimal to a larger precision), ``add``
+        new nullable columns to their pyarrow types; they apply in that order. Data
+        written before reads under the new schema (an added column as null), here and in
+        other Iceberg engines. The time column, series key, ``_ingest_ts`` and the
+        partition and sort columns keep their name and type.
+
+        Raises InvalidError naming the change that cannot be made; nothing is written then.
+        """
+        changes: list[tuple[str, str, str, Any]] = []
+        for old, new in (rename or {}).items():
+            changes.append(("rename", str(old), str(new), None))
+        for name, type_ in (widen or {}).items():
+            changes.append(("widen", str(name), "", _pa.schema([_pa.field(str(name), type_)])))
+        for name, type_ in (add or {}).items():
+            changes.append(("add", str(name), "", _pa.schema([_pa.field(str(name), type_)])))
+        if not changes:
+            raise ValueError("evolve_schema needs add, rename or widen")
+        self._native = self._native.evolve_schema(changes)
 
 
 class Lake:
@@ -456,7 +586,7 @@ class Lake:
         the query. Raises InvalidError for SQL that does not parse or plan (with
         DataFusion's message), NotFoundError, StorageError, CorruptError.
         """
-        return _pa.table(self._native.sql(query, namespace))
+        return _read_all(self._native.sql(query, namespace))
 
     def sql_reader(self, query: str, namespace: str = "default") -> _pa.RecordBatchReader:
         """Runs one SQL statement and streams its result as a ``pyarrow.RecordBatchReader``.
@@ -476,7 +606,7 @@ class Lake:
         Raises InvalidError for a plain table (no time column), NotFoundError.
         """
         name = table.name if isinstance(table, Table) else table
-        return _pa.table(self._native.latest(name))
+        return _read_all(self._native.latest(name))
 
     def explain_analyze(self, query: str) -> str:
         """EXPLAIN ANALYZE of a query: Timelake's file pruning per table scan, then

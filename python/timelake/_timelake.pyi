@@ -78,8 +78,27 @@ class Table:
         clean_orphans: bool = True,
         orphan_age_ms: Optional[int] = None,
         max_commit_attempts: int = 20,
+        rollups: bool = True,
     ) -> tuple["Table", dict[str, Any]]:
         """Runs maintenance; returns the new version and the report."""
+    def upgrade(
+        self,
+        dry_run: bool = False,
+        compact: bool = True,
+        keep_snapshots_ms: Optional[int] = None,
+        time_column: Optional[str] = None,
+        series_key: list[str] = ...,
+        dedup: Optional[bool] = None,
+        max_commit_attempts: int = 20,
+    ) -> tuple["Table", dict[str, Any]]:
+        """Upgrades the table; returns the new version and the report."""
+    def rollback(self, snapshot_id: int) -> "Table":
+        """Makes a kept snapshot the current one; returns the new version."""
+    def evolve_schema(self, changes: list[tuple[str, str, str, Any]]) -> "Table":
+        """Changes the schema in one commit: (kind, column, new_name, type schema)
+        tuples; returns the new version."""
+    def snapshots(self) -> list[dict[str, Any]]:
+        """The snapshots this version keeps, oldest first."""
 
 class Lake:
     """A warehouse and its SQL session."""

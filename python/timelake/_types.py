@@ -102,3 +102,52 @@ class TableInfo(TypedDict):
     bytes: int
     snapshots: int
     properties: dict[str, str]
+
+
+class UpgradeStepDetail(TypedDict):
+    """One step of ``Table.upgrade``: its kind (``protect-snapshots``,
+    ``record-format-version``, ``add-contract``, ``build-last-value-index``,
+    ``rewrite-files``, ``write-head``), what it changes, whether it was made, and the
+    table version it committed (None for a dry run or the head)."""
+
+    step: str
+    description: str
+    done: bool
+    version: Optional[int]
+
+
+class UpgradeReport(TypedDict):
+    """What ``Table.upgrade`` did (or, with ``dry_run``, would do).
+
+    ``steps``, ``version_before``, ``snapshot_before`` and ``keep_snapshots_until_ms`` as
+    Timelake 0.7 reports them; the rest is this package's.
+    """
+
+    steps: list[str]
+    version_before: int
+    snapshot_before: Optional[int]
+    keep_snapshots_until_ms: Optional[int]
+    dry_run: bool
+    from_format: str
+    to_format: str
+    version: int
+    files_rewritten: int
+    files_written: int
+    rows_rewritten: int
+    seconds: float
+    step_details: list[UpgradeStepDetail]
+
+
+class SnapshotInfo(TypedDict):
+    """One snapshot a table keeps (``Table.snapshots()``)."""
+
+    snapshot_id: int
+    parent_id: Optional[int]
+    sequence_number: int
+    timestamp_ms: int
+    operation: str
+    rows: int
+    files: int
+    batch_id: Optional[str]
+    current: bool
+    in_history: bool

@@ -298,12 +298,37 @@ typedef struct TlCatalogCallbacks {
   // the tie-breaking columns (e.g. _ingest_ts), and "dedup.keep": "last", or
   // "all" to merge in that order without dropping a row (compaction of a
   // table without dedup).
+  // The metadata also names the table's sort order, "sort.0", "sort.1", ...
+  // (ascending, nulls first; absent for an unsorted table): a file whose
+  // "sorted" is true holds its rows in that order, so the engine may merge
+  // such files where an operator needs that order instead of sorting them.
   // A request {"last_values": {"partition_by": [...], "order_by": "time"}}
   // asks for the current snapshot's last-value index instead, when it holds
   // the newest row per those columns: its rows, in the table's schema, moved
   // into the sink with tl_sink_set_batch; no batch when it does not answer.
   // The engine keeps no copy of the rows between queries: C++ owns the one
   // cache of decoded indexes.
+  // A request {"rollups": {}, "settings": {…}} asks what the table's
+  // rollups can answer now, as JSON text written to the sink (no batch):
+  //   {"routing": bool  (timelake.rollup-routing of the session or table),
+  //    "rollups": [{"schema": "iot", "name": "readings_1h", "usable": bool,
+  //                 "groups": [...], "bucket_column": "bucket",
+  //                 "bucket": {"kind": "fixed", "width_us": N, "origin_us": N}
+  //                           or {"kind": "months", "months": N, "origin_us": N},
+  //                 "aggregates": [{"name": "sum_temp", "function": "sum",
+  //                                 "column": "temp" (absent for count(*))}, ...],
+  //                 "dirty": [[lo, hi], ...]}, ...]}
+  // where "dirty" lists the time ranges [lo, hi) of the raw table (in
+  // microseconds, null for unbounded) whose rows the rollup does not reflect
+  // (committed or removed since its refresh); they need not be aligned to
+  // buckets. "usable" is false for a rollup that cannot answer at all (not
+  // refreshed yet, refreshed from a snapshot the table no longer descends
+  // from, its definition unreadable). Functions: "count" (no column:
+  // count(*)), "sum", "min", "max", "avg", "first_value", "last_value",
+  // "m4", "time_weighted_mean", "time_weighted_mean:linear".
+  // The schema table_schema answers carries metadata "timelake.time-column"
+  // (the time column, absent for plain tables) and "timelake.rollups" (the
+  // table's rollups, comma-separated) for the engine; it strips them.
   int (*plan_scan)(void* ctx, const char* schema, const char* table,
                    const char* request_json, TlSink* out);
   // Called once when the session has been freed and no result stream of it
@@ -322,6 +347,22 @@ typedef struct TlCatalogCallbacks {
   // the only check: Rust keeps no list of names or ranges (unknown names
   // are the callback's to refuse too); such errors are TL_INVALID.
   int (*check_setting)(void* ctx, const char* name, const char* value, TlSink* out);
+  // Optional (NULL: the SQL function as_of fails with TL_UNSUPPORTED). Time
+  // travel: resolves `schema`.`table` as of `at_json`, {"snapshot_id": N}
+  // (that snapshot) or {"timestamp_ms": T} (the snapshot that was current at
+  // T, milliseconds since the epoch). Sets the table's schema at that
+  // snapshot (tl_sink_set_schema) and writes {"snapshot_id": N}; returns 1
+  // when the table does not exist, an error (TL_NOT_FOUND) when no kept
+  // snapshot answers. Scans of the table read as of it then send plan_scan
+  // requests with "snapshot_id": N, which C++ answers as for the current
+  // snapshot (the files, or the last-value index, of snapshot N).
+  int (*table_at)(void* ctx, const char* schema, const char* table, const char* at_json,
+                  TlSink* out);
+  // Optional (NULL: the SQL function snapshots fails with TL_UNSUPPORTED).
+  // The snapshots `schema`.`table` keeps, one row each, moved into the sink
+  // with tl_sink_set_batch (any schema: the rows are the function's answer
+  // as they are); returns 1 when the table does not exist.
+  int (*list_snapshots)(void* ctx, const char* schema, const char* table, TlSink* out);
 } TlCatalogCallbacks;
 
 typedef struct TlSession TlSession;
@@ -382,6 +423,21 @@ void tl_session_interrupt(const TlSession* session);
 // a released stream or a stream that tl_session_sql did not make. Not
 // concurrently with another call on the same stream.
 TlCode tl_stream_error_code(struct ArrowArrayStream* stream);
+
+// Reads the SELECT of a CREATE MATERIALIZED ROLLUP statement (planned, not
+// run) and writes its shape as JSON to `out_json` (free with tl_string_free):
+//   {"source": {"schema": "iot", "table": "readings"}, "time_column": "time",
+//    "bucket": {"name": "bucket", "kind": "fixed", "width_us": N, "origin_us": N}
+//              or {"name": …, "kind": "months", "months": N, "origin_us": N},
+//    "groups": ["device_id", …],
+//    "aggregates": [{"name": "avg_temp", "function": "avg", "column": "temp"}, …],
+//    "columns": [every output column name, in SELECT order]}
+// Aggregate functions are named as in the `rollups` answer of plan_scan.
+// TL_INVALID names the part that a rollup cannot store (a WHERE, a join, an
+// aggregate other than those, an explicit cast, no time bucket, …); a table
+// that does not exist is TL_INVALID with DataFusion's message.
+TlCode tl_session_describe_rollup(TlSession* session, const char* select, char** out_json,
+                                  char** err);
 
 // Like tl_session_sql with EXPLAIN ANALYZE: writes the executed plan with its
 // metrics (files, row groups and pages pruned or read) as text. Interrupted

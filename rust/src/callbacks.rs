@@ -89,6 +89,19 @@ pub type CheckSettingFn = unsafe extern "C" fn(
     value: *const c_char,
     out: *mut TlSink,
 ) -> c_int;
+pub type TableAtFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    schema: *const c_char,
+    table: *const c_char,
+    at_json: *const c_char,
+    out: *mut TlSink,
+) -> c_int;
+pub type ListSnapshotsFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    schema: *const c_char,
+    table: *const c_char,
+    out: *mut TlSink,
+) -> c_int;
 
 /// `TlCatalogCallbacks` exactly as laid out in the header.
 #[repr(C)]
@@ -102,6 +115,8 @@ pub struct TlCatalogCallbacks {
     pub release: Option<ReleaseFn>,
     pub describe_settings: Option<DescribeSettingsFn>,
     pub check_setting: Option<CheckSettingFn>,
+    pub table_at: Option<TableAtFn>,
+    pub list_snapshots: Option<ListSnapshotsFn>,
 }
 
 /// What a callback answered.
@@ -277,6 +292,7 @@ impl Callbacks {
         match answer {
             Answer::Found(mut sink) => Ok(ScanAnswer {
                 rows: sink.take_batch(&what)?,
+                text: sink.text(),
             }),
             Answer::NotFound => Err(TlError::new(
                 TlCode::NotFound,
@@ -287,10 +303,12 @@ impl Callbacks {
 }
 
 /// What `plan_scan` answered: the rows C++ moved into the sink (the files
-/// to read, or the last-value index), if any.
+/// to read, or the last-value index), if any, and the text it wrote (the
+/// answer to a `rollups` request).
 #[derive(Debug)]
 pub struct ScanAnswer {
     pub rows: Option<RecordBatch>,
+    pub text: String,
 }
 
 /// One `timelake.*` session setting as C++ describes it.
@@ -367,6 +385,91 @@ impl Callbacks {
         } else {
             text
         }))
+    }
+}
+
+/// Where a time-travel read goes (`table_at`'s request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    Snapshot(i64),
+    /// The snapshot current at this time (milliseconds since the epoch).
+    TimestampMs(i64),
+}
+
+impl Callbacks {
+    /// The snapshot `at` names and the table's schema at it, or None when
+    /// the table does not exist. Without the optional callback a session
+    /// has no time travel (TL_UNSUPPORTED).
+    pub fn table_at(
+        &self,
+        schema: &str,
+        table: &str,
+        at: At,
+    ) -> TlResult<Option<(i64, SchemaRef)>> {
+        let what = format!("table_at({schema}.{table})");
+        let Some(table_at) = self.raw.table_at else {
+            return Err(TlError::new(
+                TlCode::Unsupported,
+                format!("{what}: this session has no time travel"),
+            ));
+        };
+        let c_schema = c_string("schema name", schema)?;
+        let c_table = c_string("table name", table)?;
+        let request = match at {
+            At::Snapshot(id) => serde_json::json!({ "snapshot_id": id }),
+            At::TimestampMs(ms) => serde_json::json!({ "timestamp_ms": ms }),
+        };
+        let c_request = c_string("time travel request", &request.to_string())?;
+        // SAFETY: as in `list_schemas`; the strings outlive the call.
+        let answer = self.call(&what, |ctx, out| unsafe {
+            table_at(
+                ctx,
+                c_schema.as_ptr(),
+                c_table.as_ptr(),
+                c_request.as_ptr(),
+                out,
+            )
+        })?;
+        let sink = match answer {
+            Answer::NotFound => return Ok(None),
+            Answer::Found(sink) => sink,
+        };
+        let invalid = |why: &str| TlError::internal(format!("{what} returned {why}"));
+        let value: serde_json::Value =
+            serde_json::from_slice(&sink.bytes).map_err(|_| invalid("invalid JSON"))?;
+        let id = value
+            .get("snapshot_id")
+            .and_then(|v| v.as_i64())
+            .ok_or_else(|| invalid("no snapshot_id"))?;
+        let ffi = sink.schema.ok_or_else(|| invalid("no schema"))?;
+        let schema = Schema::try_from(&ffi)
+            .map_err(|e| invalid(&format!("an invalid Arrow schema: {e}")))?;
+        Ok(Some((id, Arc::new(schema))))
+    }
+
+    /// The snapshots a table keeps, one row each (the batch C++ answers),
+    /// or None when the table does not exist.
+    pub fn list_snapshots(&self, schema: &str, table: &str) -> TlResult<Option<RecordBatch>> {
+        let what = format!("list_snapshots({schema}.{table})");
+        let Some(list) = self.raw.list_snapshots else {
+            return Err(TlError::new(
+                TlCode::Unsupported,
+                format!("{what}: this session lists no snapshots"),
+            ));
+        };
+        let c_schema = c_string("schema name", schema)?;
+        let c_table = c_string("table name", table)?;
+        // SAFETY: as in `list_schemas`; the strings outlive the call.
+        let answer = self.call(&what, |ctx, out| unsafe {
+            list(ctx, c_schema.as_ptr(), c_table.as_ptr(), out)
+        })?;
+        match answer {
+            Answer::NotFound => Ok(None),
+            Answer::Found(mut sink) => sink
+                .take_batch(&what)?
+                .map(Some)
+                .ok_or_else(|| TlError::internal(format!("{what} returned no batch"))),
+        }
     }
 }
 

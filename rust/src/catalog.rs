@@ -18,6 +18,9 @@ use crate::provider::TimelakeTable;
 use crate::runtime;
 use crate::store::Store;
 
+/// The name of the one catalog a session has (`timelake.<schema>.<table>`).
+pub const CATALOG: &str = "timelake";
+
 /// Logs a callback failure that a DataFusion trait method cannot return
 /// (the listing methods are infallible) and continues with nothing.
 fn or_empty(result: TlResult<Vec<String>>) -> Vec<String> {

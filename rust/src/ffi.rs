@@ -861,3 +861,22 @@ pub unsafe extern "C" fn tl_session_explain_analyze(
         unsafe { write_out(out_text, "out_text", into_c_string(&text)) }
     })
 }
+
+/// See `tl_session_describe_rollup` in the header.
+#[no_mangle]
+pub unsafe extern "C" fn tl_session_describe_rollup(
+    session: *mut TlSession,
+    select: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut c_char,
+) -> TlCode {
+    guard(err, || {
+        require(out_json, "out_json")?;
+        // SAFETY: valid handle and string (header).
+        let (session, select) =
+            unsafe { (handle(session, "session")?, str_arg(select, "select")?) };
+        let text = session.session.describe_rollup(select)?;
+        // SAFETY: `out_json` was checked above.
+        unsafe { write_out(out_json, "out_json", into_c_string(&text)) }
+    })
+}

@@ -29,7 +29,10 @@ fn translate_conjunct(expr: &Expr, schema: &Schema) -> Vec<Value> {
         // DataFusion rewrites short IN lists into `c = a OR c = b`.
         Expr::BinaryExpr(BinaryExpr {
             op: Operator::Or, ..
-        }) => disjunction_as_in_list(expr, schema).into_iter().collect(),
+        }) => disjunction_as_in_list(expr, schema)
+            .or_else(|| disjunction_as_any(expr, schema))
+            .into_iter()
+            .collect(),
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             if let (Some(column), Some(value)) = (column_of(left, schema), literal_of(right)) {
                 comparison(&column, *op, value).into_iter().collect()
@@ -152,6 +155,27 @@ fn disjunction_as_in_list(expr: &Expr, schema: &Schema) -> Option<Value> {
     }
     let column = column?;
     (!values.is_empty()).then(|| json!({"column": column, "op": "in", "values": values}))
+}
+
+/// `(a AND b) OR (c AND d) OR …`, each disjunct translated in full, is
+/// `{"op": "any", "of": [[a, b], [c, d], …]}`: a file may match when it may
+/// match all filters of one group. A disjunct with no translation could
+/// match any file, and then so could the whole.
+fn disjunction_as_any(expr: &Expr, schema: &Schema) -> Option<Value> {
+    let mut disjuncts = Vec::new();
+    collect_disjuncts(expr, &mut disjuncts);
+    let mut groups = Vec::with_capacity(disjuncts.len());
+    for disjunct in disjuncts {
+        let group: Vec<Value> = split_conjunction(disjunct)
+            .into_iter()
+            .flat_map(|c| translate_conjunct(c, schema))
+            .collect();
+        if group.is_empty() {
+            return None;
+        }
+        groups.push(Value::Array(group));
+    }
+    Some(json!({"op": "any", "of": groups}))
 }
 
 fn collect_disjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
@@ -382,14 +406,23 @@ mod tests {
     }
 
     #[test]
-    fn conjunctions_split_and_disjunctions_dropped() {
+    fn conjunctions_split_and_disjunctions_become_any() {
         let expr = col("x")
             .gt(lit(1i32))
             .and(col("s").eq(lit("a")).or(col("x").eq(lit(2i32))))
             .and(col("d").is_not_null());
         let out = one(expr);
-        assert_eq!(out.len(), 2);
-        assert_eq!(out[1], json!({"column": "d", "op": "is_not_null"}));
+        assert_eq!(out.len(), 3);
+        assert_eq!(
+            out[1],
+            json!({"op": "any", "of": [
+                [{"column": "s", "op": "eq", "value": {"type": "string", "v": "a"}}],
+                [{"column": "x", "op": "eq", "value": {"type": "int", "v": 2}}]]})
+        );
+        assert_eq!(out[2], json!({"column": "d", "op": "is_not_null"}));
+        // A disjunct without a translation could match any file: no filter.
+        let opaque = col("s").eq(lit("a")).or(col("s").like(lit("b%")));
+        assert!(one(opaque).is_empty());
     }
 
     #[test]
@@ -403,7 +436,8 @@ mod tests {
                 {"type": "int", "v": 1}, {"type": "int", "v": 2}]})]
         );
         assert!(one(col("x").in_list(vec![lit(1i32)], true)).is_empty());
-        // ORs of equalities on one column are IN lists; other ORs are dropped.
+        // ORs of equalities on one column are IN lists; other ORs are "any"
+        // groups.
         assert_eq!(
             one(col("s")
                 .eq(lit("a"))
@@ -412,8 +446,12 @@ mod tests {
             vec![json!({"column": "s", "op": "in", "values": [
                 {"type": "string", "v": "a"}, {"type": "string", "v": "b"}, {"type": "string", "v": "c"}]})]
         );
-        assert!(one(col("s").eq(lit("a")).or(col("x").eq(lit(1i32)))).is_empty());
-        assert!(one(col("s").eq(lit("a")).or(col("s").gt(lit("b")))).is_empty());
+        assert_eq!(
+            one(col("s").eq(lit("a")).or(col("s").gt(lit("b")))),
+            vec![json!({"op": "any", "of": [
+                [{"column": "s", "op": "eq", "value": {"type": "string", "v": "a"}}],
+                [{"column": "s", "op": "gt", "value": {"type": "string", "v": "b"}}]]})]
+        );
         assert_eq!(one(col("x").between(lit(1i32), lit(9i32))).len(), 2);
         assert_eq!(
             one(col("s").is_null()),

@@ -37,6 +37,7 @@ use serde_json::json;
 use crate::callbacks::Callbacks;
 use crate::dedup::DedupExec;
 use crate::error::{TlError, TlResult};
+use crate::fieldids::FieldIdAdapterFactory;
 use crate::filters::translate_filters;
 use crate::footers;
 use crate::naming::NamingReaderFactory;
@@ -44,7 +45,16 @@ use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::Store;
 
-/// One table of the catalog, as resolved for one query.
+/// Schema metadata keys C++ sets on a table's schema in `table_schema`
+/// (taken off before DataFusion sees the schema): the time column, and
+/// whether the table has rollups (`timelake.rollups`, not empty).
+pub const TIME_COLUMN_KEY: &str = "timelake.time-column";
+pub const ROLLUPS_KEY: &str = "timelake.rollups";
+/// Schema metadata key of the table's `timelake.time-weighted-mean` setting.
+pub const TWM_MODE_KEY: &str = "timelake.time_weighted_mean";
+
+/// One table of the catalog, as resolved for one query: at its newest
+/// version, or as of one of its snapshots (time travel, [`crate::timetravel`]).
 #[derive(Debug)]
 pub struct TimelakeTable {
     schema_name: String,
@@ -52,9 +62,18 @@ pub struct TimelakeTable {
     schema: SchemaRef,
     callbacks: Arc<Callbacks>,
     store: Arc<Store>,
+    /// The snapshot read instead of the current one.
+    snapshot_id: Option<i64>,
+    time_column: Option<String>,
+    has_rollups: bool,
+    /// The table's `time-weighted-mean` setting (`TWM_MODE_KEY`), when C++
+    /// sent one (only a value other than the default).
+    time_weighted_mean: Option<String>,
 }
 
 impl TimelakeTable {
+    /// A table whose schema `table_schema` answered: the metadata keys above
+    /// are read and removed.
     pub fn new(
         schema_name: String,
         table_name: String,
@@ -62,13 +81,102 @@ impl TimelakeTable {
         callbacks: Arc<Callbacks>,
         store: Arc<Store>,
     ) -> Self {
+        let mut metadata = schema.metadata().clone();
+        let time_column = metadata.remove(TIME_COLUMN_KEY).filter(|t| !t.is_empty());
+        let has_rollups = metadata
+            .remove(ROLLUPS_KEY)
+            .is_some_and(|r| !r.trim().is_empty());
+        let time_weighted_mean = metadata.remove(TWM_MODE_KEY);
+        let schema = if metadata.len() == schema.metadata().len() {
+            schema
+        } else {
+            Arc::new(ArrowSchema::new_with_metadata(
+                schema.fields().clone(),
+                metadata,
+            ))
+        };
         Self {
             schema_name,
             table_name,
             schema,
             callbacks,
             store,
+            snapshot_id: None,
+            time_column,
+            has_rollups,
+            time_weighted_mean,
         }
+    }
+
+    /// The table's `timelake.time-weighted-mean`, if C++ sent one.
+    pub fn time_weighted_mean(&self) -> Option<String> {
+        self.time_weighted_mean.clone()
+    }
+
+    pub fn schema_name(&self) -> &str {
+        &self.schema_name
+    }
+
+    pub fn table_name(&self) -> &str {
+        &self.table_name
+    }
+
+    /// The table's time column (none: not a time-series table).
+    pub fn time_column(&self) -> Option<String> {
+        self.time_column.clone()
+    }
+
+    /// Whether the table lists rollups (`timelake.rollups`).
+    pub fn has_rollups(&self) -> bool {
+        self.has_rollups
+    }
+
+    /// Another table of the same catalog (a rollup of this one), or `None`
+    /// when it does not exist.
+    pub(crate) fn sibling(&self, schema_name: &str, table_name: &str) -> TlResult<Option<Self>> {
+        let schema =
+            runtime::call_blocking_sync(|| self.callbacks.table_schema(schema_name, table_name))?;
+        Ok(schema.map(|schema| {
+            Self::new(
+                schema_name.to_string(),
+                table_name.to_string(),
+                schema,
+                Arc::clone(&self.callbacks),
+                Arc::clone(&self.store),
+            )
+        }))
+    }
+
+    /// What C++ knows of this table's rollups for routing (the `rollups`
+    /// request of `plan_scan`, JSON documented in timelake_platform.h).
+    pub(crate) fn rollups(
+        &self,
+        settings: &std::collections::BTreeMap<String, String>,
+    ) -> TlResult<String> {
+        let request = json!({"rollups": {}, "settings": settings}).to_string();
+        let answer = runtime::call_blocking_sync(|| {
+            self.callbacks
+                .plan_scan(&self.schema_name, &self.table_name, &request)
+        })?;
+        Ok(answer.text)
+    }
+
+    /// The same table read as of `snapshot_id` (its schema is the one the
+    /// table had at that snapshot).
+    pub fn at_snapshot(mut self, snapshot_id: i64) -> Self {
+        self.snapshot_id = Some(snapshot_id);
+        // A past snapshot is read as it was: never routed to a rollup,
+        // which reflects the newest raw data.
+        self.has_rollups = false;
+        self
+    }
+
+    /// Adds the snapshot read (if any) to a `plan_scan` request.
+    fn pinned(&self, mut request: serde_json::Value) -> String {
+        if let Some(id) = self.snapshot_id {
+            request["snapshot_id"] = json!(id);
+        }
+        request.to_string()
     }
 
     /// The `plan_scan` request (format documented in the header).
@@ -91,13 +199,12 @@ impl TimelakeTable {
                 .map(|&i| self.schema.field(i).name().clone())
                 .collect::<Vec<_>>()
         });
-        json!({
+        self.pinned(json!({
             "filters": translate_filters(filters, &self.schema),
             "projection": projection,
             "limit": limit,
             "settings": settings,
-        })
-        .to_string()
+        }))
     }
 
     /// Reads the `plan_scan` answer (a batch laid out as the header says)
@@ -160,22 +267,26 @@ impl TimelakeTable {
                 members[g].push(i);
             }
         }
-        let page_rows = batch
-            .schema_ref()
-            .metadata()
+        let metadata = batch.schema_ref().metadata();
+        // The table's sort order: columns unknown to this schema end it.
+        let sort = (0..)
+            .map_while(|i| metadata.get(&format!("sort.{i}")))
+            .map_while(|name| self.schema.index_of(name).ok())
+            .collect();
+        let page_rows = metadata
             .get("page.rows")
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|&r| r > 0);
         let mut plan = ScanPlan {
             files,
             dedup: None,
+            sort,
             page_rows,
         };
         members.retain(|m| !m.is_empty());
         if members.is_empty() {
             return Ok(plan);
         }
-        let metadata = batch.schema_ref().metadata();
         let names = |prefix: &str| -> TlResult<Vec<usize>> {
             (0..)
                 .map_while(|i| metadata.get(&format!("dedup.{prefix}.{i}")))
@@ -216,11 +327,10 @@ impl TimelakeTable {
         partition_by: &[String],
         order_by: &str,
     ) -> TlResult<Option<RecordBatch>> {
-        let request = json!({
+        let request = self.pinned(json!({
             "filters": [],
             "last_values": {"partition_by": partition_by, "order_by": order_by},
-        })
-        .to_string();
+        }));
         let answer = runtime::call_blocking_sync(|| {
             self.callbacks
                 .plan_scan(&self.schema_name, &self.table_name, &request)
@@ -283,7 +393,10 @@ impl TimelakeTable {
         // index, bloom filters; row-level too with
         // `datafusion.execution.parquet.pushdown_filters`). Setting it here
         // as well would make the source evaluate every filter twice.
+        // Columns are found in each file by Iceberg field id, so that files
+        // written before a rename or a widening read right.
         let mut builder = FileScanConfigBuilder::new(object_store_url, Arc::new(source))
+            .with_expr_adapter(Some(Arc::new(FieldIdAdapterFactory)))
             .with_file_groups(groups)
             .with_projection_indices(projection)?
             .with_limit(limit);
@@ -528,6 +641,46 @@ struct ScanPlan {
     dedup: Option<DedupPlan>,
     /// Rows of the table's data pages (the plan's "page.rows").
     page_rows: Option<u64>,
+    /// The table's sort order (table schema indices), which files flagged
+    /// `sorted` hold.
+    sort: Vec<usize>,
+}
+
+/// The order a data file's rows are sorted in (table schema columns),
+/// carried in its `PartitionedFile::extensions` (the Parquet reader reads
+/// only its own access plans there).
+///
+/// A plain scan does not declare it as its output ordering: DataFusion
+/// would then drop sorts and pick ordered plans for every query reading a
+/// partition of one file. [`crate::sorted_scan`] declares it, one file per
+/// partition, only where an operator asks for that order (ASOF JOIN,
+/// time-weighted means).
+#[derive(Debug)]
+pub struct SortedFile(pub LexOrdering);
+
+/// The files, each marked [`SortedFile`] when every one of them holds the
+/// table's sort order (`sort`; none marked otherwise).
+fn mark_sorted(
+    schema: &SchemaRef,
+    sort: &[usize],
+    mut files: Vec<PlannedFile>,
+) -> Vec<PlannedFile> {
+    let ordering = if files.iter().all(|f| f.sorted) {
+        LexOrdering::new(sort.iter().map(|&i| {
+            PhysicalSortExpr::new(
+                Arc::new(Column::new(schema.field(i).name(), i)),
+                SortOptions::new(false, true),
+            )
+        }))
+    } else {
+        None
+    };
+    if let Some(mark) = ordering.map(|o| Arc::new(SortedFile(o))) {
+        for f in &mut files {
+            f.file.extensions.insert_arc(Arc::clone(&mark));
+        }
+    }
+    files
 }
 
 #[async_trait]
@@ -568,6 +721,7 @@ impl TableProvider for TimelakeTable {
         let ScanPlan {
             files,
             dedup,
+            sort,
             page_rows,
         } = self
             .parse_plan(answer.rows)
@@ -580,7 +734,8 @@ impl TableProvider for TimelakeTable {
 
         let target = state.config().target_partitions().max(1);
         let Some(dedup) = dedup else {
-            let groups = balanced_groups(files, target, page_rows, limit);
+            let plain = mark_sorted(&self.schema, &sort, files);
+            let groups = balanced_groups(plain, target, page_rows, limit);
             return self.parquet_scan(state, groups, vec![], projection.cloned(), None, limit);
         };
 
@@ -601,7 +756,8 @@ impl TableProvider for TimelakeTable {
         }
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         if !plain.is_empty() {
-            let groups = balanced_groups(plain, target, page_rows, None);
+            let groups =
+                balanced_groups(mark_sorted(&self.schema, &sort, plain), target, page_rows, None);
             inputs.push(self.parquet_scan(
                 state,
                 groups,

@@ -12,24 +12,27 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use datafusion::execution::cache::cache_manager::CacheManagerConfig;
 use datafusion::execution::context::SQLOptions;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::callbacks::Callbacks;
-use crate::catalog::TimelakeCatalog;
+use crate::catalog::{TimelakeCatalog, CATALOG};
 use crate::datetrunc::UtcDateTrunc;
 use crate::error::{from_datafusion, Phase, TlError, TlResult};
 use crate::lastvalue::LastValueRewrite;
 use crate::m4::M4;
+use crate::rollup;
+use crate::routing::RollupRouting;
 use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::redact;
 use crate::store::Store;
 use crate::stream;
+use crate::timetravel::{AsOf, Snapshots};
 use crate::twm::TimeWeighted;
 
-pub const CATALOG: &str = "timelake";
 pub const DEFAULT_SCHEMA: &str = "default";
 
 /// `time_bucket(interval, ts [, origin])`: DataFusion's `date_bin` under
@@ -84,7 +87,16 @@ impl Session {
             )
             .build_arc()
             .map_err(|e| from_datafusion(&e, Phase::Planning))?;
-        let ctx = SessionContext::new_with_config_rt(config, runtime);
+        // Gap filling and ASOF JOIN: rules and operators (crate::planner).
+        let state = crate::planner::install(
+            SessionStateBuilder::new()
+                .with_config(config)
+                .with_runtime_env(runtime)
+                .with_default_features(),
+        )
+        .build();
+        let ctx = SessionContext::new_with_state(state);
+        crate::planner::register_functions(&ctx);
         ctx.register_udf(time_bucket());
         // Replaces the built-in date_trunc: the same results, fast for the
         // UTC time columns of Timelake tables (crate::datetrunc).
@@ -94,10 +106,21 @@ impl Session {
         ctx.register_udaf(TimeWeighted::mean_udaf());
         ctx.register_udaf(TimeWeighted::state_udaf());
         ctx.add_optimizer_rule(Arc::new(LastValueRewrite));
+        // GROUP BY time_bucket(…) queries read covering rollups (crate::routing).
+        ctx.add_analyzer_rule(Arc::new(RollupRouting));
         // The same client for scans as for the C API: one connection pool,
         // one retry policy, one trace.
         ctx.register_object_store(store.base_url(), Arc::clone(store.client()));
         let secrets = store.secrets();
+        // Time travel: as_of(table, snapshot | time), snapshots(table).
+        ctx.register_udtf(
+            "as_of",
+            Arc::new(AsOf::new(Arc::clone(&callbacks), Arc::clone(&store))),
+        );
+        ctx.register_udtf(
+            "snapshots",
+            Arc::new(Snapshots::new(Arc::clone(&callbacks))),
+        );
         ctx.register_catalog(
             CATALOG,
             Arc::new(TimelakeCatalog::new(callbacks, Arc::clone(&store))),
@@ -161,8 +184,7 @@ impl Session {
         let planned = runtime::run_interruptible(
             async move {
                 let plan_err = |e| from_datafusion(&e, Phase::Planning);
-                let df = ctx
-                    .sql_with_options(&sql, query_options())
+                let df = crate::planner::sql(&ctx, &sql, query_options())
                     .await
                     .map_err(plan_err)?;
                 let task_ctx = Arc::new(df.task_ctx());
@@ -179,6 +201,18 @@ impl Session {
         ))
     }
 
+    /// The shape of a rollup's defining `SELECT` as JSON (crate::rollup::describe).
+    pub fn describe_rollup(&self, select: &str) -> TlResult<String> {
+        self.interrupted.store(false, Ordering::SeqCst);
+        let ctx = self.ctx.clone();
+        let select = select.to_string();
+        let described = runtime::run_interruptible(
+            async move { rollup::describe(&ctx, &select).await },
+            &self.interrupted,
+        );
+        described?.map_err(|e| self.scrub(e))
+    }
+
     /// Runs `EXPLAIN ANALYZE <sql>` and returns the annotated plan.
     pub fn explain_analyze(&self, sql: &str) -> TlResult<String> {
         self.interrupted.store(false, Ordering::SeqCst);
@@ -187,8 +221,7 @@ impl Session {
         let ran = runtime::run_interruptible(
             async move {
                 let plan_err = |e| from_datafusion(&e, Phase::Planning);
-                let df = ctx
-                    .sql_with_options(&statement, query_options())
+                let df = crate::planner::sql(&ctx, &statement, query_options())
                     .await
                     .map_err(plan_err)?;
                 let task_ctx = Arc::new(df.task_ctx());

@@ -366,6 +366,8 @@ impl Fixture {
             release: Some(release),
             describe_settings: None,
             check_setting: None,
+            table_at: None,
+            list_snapshots: None,
         };
         let mut session = ptr::null_mut();
         // SAFETY: valid arguments.
@@ -927,6 +929,8 @@ fn session_new_takes_ownership_of_ctx() {
         release: Some(release),
         describe_settings: None,
         check_setting: None,
+        table_at: None,
+        list_snapshots: None,
     };
     let mut session = ptr::null_mut();
     // SAFETY: valid arguments except for the missing callback.

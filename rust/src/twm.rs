@@ -398,27 +398,79 @@ enum Output {
     State,
 }
 
+/// `timelake.time-weighted-mean`: how readings reach the accumulator
+/// (crate::twmplan plans it; docs/sql.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Merge sorted inputs into (group, time) order when that needs no sort;
+    /// otherwise keep each group's readings.
+    Auto,
+    /// Always bring readings into (group, time) order, sorting if needed.
+    Merge,
+    /// Never reorder: constant-size segments; overlapping ones are an error.
+    Segments,
+}
+
+impl Mode {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(Self::Auto),
+            "merge" => Some(Self::Merge),
+            "segments" => Some(Self::Segments),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct TimeWeighted {
     output: Output,
     signature: Signature,
+    /// The setting in force for this call, once planned (None: not planned,
+    /// readings are kept).
+    mode: Option<Mode>,
+    /// From readings: keep constant-size segments instead of the readings
+    /// (the physical plan delivers each group's readings in time order, or
+    /// the mode is `segments`).
+    segments: bool,
 }
 
 impl TimeWeighted {
     /// `time_weighted_mean`.
     pub fn mean_udaf() -> AggregateUDF {
-        AggregateUDF::new_from_impl(Self {
-            output: Output::Mean,
-            signature: Signature::user_defined(Volatility::Immutable),
-        })
+        AggregateUDF::new_from_impl(Self::new(Output::Mean, None, false))
     }
 
     /// `time_weighted_state`.
     pub fn state_udaf() -> AggregateUDF {
-        AggregateUDF::new_from_impl(Self {
-            output: Output::State,
+        AggregateUDF::new_from_impl(Self::new(Output::State, None, false))
+    }
+
+    fn new(output: Output, mode: Option<Mode>, segments: bool) -> Self {
+        Self {
+            output,
             signature: Signature::user_defined(Volatility::Immutable),
-        })
+            mode,
+            segments,
+        }
+    }
+
+    /// The same function planned with `mode`.
+    pub fn with_mode(&self, mode: Mode) -> AggregateUDF {
+        AggregateUDF::new_from_impl(Self::new(self.output, Some(mode), mode == Mode::Segments))
+    }
+
+    /// The same function keeping segments (or readings, when false).
+    pub fn with_segments(&self, segments: bool) -> AggregateUDF {
+        AggregateUDF::new_from_impl(Self::new(self.output, self.mode, segments))
+    }
+
+    pub fn mode(&self) -> Option<Mode> {
+        self.mode
+    }
+
+    pub fn keeps_segments(&self) -> bool {
+        self.segments
     }
 
     fn usage(&self) -> String {
@@ -511,6 +563,14 @@ impl AggregateUDFImpl for TimeWeighted {
                 function,
                 runs: Vec::new(),
             }))
+        } else if self.segments {
+            Ok(Box::new(SegmentsAccumulator {
+                output: self.output,
+                method,
+                function,
+                runs: Vec::new(),
+                stretch: Vec::new(),
+            }))
         } else {
             Ok(Box::new(ReadingsAccumulator {
                 output: self.output,
@@ -526,7 +586,7 @@ impl AggregateUDFImpl for TimeWeighted {
             .input_fields
             .first()
             .is_some_and(|f| is_state(f.data_type()));
-        if from_states {
+        if from_states || self.segments {
             return Ok(vec![Arc::new(Field::new(
                 format!("{}[runs]", args.name),
                 state_type(),
@@ -673,5 +733,93 @@ impl Accumulator for StateAccumulator {
 
     fn size(&self) -> usize {
         std::mem::size_of_val(self) + self.runs.capacity() * std::mem::size_of::<Run>()
+    }
+}
+
+/// From readings, keeping constant-size segments: each stretch of readings
+/// that arrives in time order within one batch becomes a run, and a run
+/// that starts where the previous one ends is appended to it at once, so
+/// readings delivered in time order keep one run per group. Runs that
+/// overlap in time cannot be merged exactly: that is an error naming the
+/// setting (crate::twmplan delivers readings in order unless the setting is
+/// `segments`).
+#[derive(Debug)]
+struct SegmentsAccumulator {
+    output: Output,
+    method: Method,
+    function: String,
+    runs: Vec<Run>,
+    /// The stretch being read.
+    stretch: Vec<(i64, f64)>,
+}
+
+impl SegmentsAccumulator {
+    fn push_run(&mut self, run: Run) {
+        match self.runs.last_mut() {
+            Some(last) if run.first_time >= last.last_time => *last = last.append(run, self.method),
+            _ => self.runs.push(run),
+        }
+    }
+
+    fn close_stretch(&mut self) {
+        if let Some(run) = Run::from_sorted(&self.stretch, self.method) {
+            self.push_run(run);
+        }
+        self.stretch.clear();
+    }
+}
+
+impl Accumulator for SegmentsAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let times = values[0].as_primitive::<TimestampMicrosecondType>();
+        let vals = values[1].as_primitive::<Float64Type>();
+        for i in 0..times.len() {
+            if !(times.is_valid(i) && vals.is_valid(i)) {
+                continue;
+            }
+            let t = times.value(i);
+            if self.stretch.last().is_some_and(|p| p.0 > t) {
+                self.close_stretch();
+            }
+            self.stretch.push((t, vals.value(i)));
+        }
+        self.close_stretch();
+        Ok(())
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        read_runs(&states[0], &mut self.runs)
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![runs_scalar(&self.runs)?])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        self.runs
+            .sort_by(|a, b| (a.first_time, a.last_time).cmp(&(b.first_time, b.last_time)));
+        for pair in self.runs.windows(2) {
+            if pair[1].first_time < pair[0].last_time {
+                return exec_err!(
+                    "{}: readings of one group arrived in overlapping stretches ([{}, {}] and \
+                     [{}, {}] microseconds since 1970), which timelake.time_weighted_mean = \
+                     'segments' cannot combine exactly: use 'auto' or 'merge', which put each \
+                     group's readings in time order first",
+                    self.function,
+                    pair[0].first_time,
+                    pair[0].last_time,
+                    pair[1].first_time,
+                    pair[1].last_time
+                );
+            }
+        }
+        let run = merge_runs(&mut self.runs, self.method, &self.function)?;
+        finish(self.output, run)
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self)
+            + self.runs.capacity() * std::mem::size_of::<Run>()
+            + self.stretch.capacity() * std::mem::size_of::<(i64, f64)>()
     }
 }

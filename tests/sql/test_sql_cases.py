@@ -22,7 +22,10 @@ about 3% NULLs in `usage_steal`. It is appended in 4 commits from 5 files
 (hosts 0-9 then hosts 10-19 of the first 36 hours, a shuffled 12 hours, then
 two files in one command), so most partitions hold several files. `hosts` is a
 plain dimension table (hostname, owner, rack_size) with hosts 0-17 and two
-hosts that have no rows in `cpu`; host_5 has no owner.
+hosts that have no rows in `cpu`; host_5 has no owner. `trades` and `quotes`
+(dedup off, files that overlap in time) are the ASOF JOIN inputs
+(`trades_and_quotes`), `metrics` the readings behind TimescaleDB's documented
+gap-filling examples (`metrics_table`).
 
     TIMELAKE_BIN=build/release/timelake .venv/bin/python -m pytest -q tests/sql
 """
@@ -101,6 +104,78 @@ def cpu_table(cols, index):
     return pa.table(t)
 
 
+def trades_and_quotes(rng):
+    """ASOF JOIN inputs (issue #16): trades and quotes of symbols A..F over
+    12 hours across a day boundary. Quotes have exact duplicate rows and
+    repeated times (their price is a function of symbol and time, so
+    whichever duplicate matches, the answer is the same), trades repeat
+    rows and land on quote times exactly now and then; F has no quotes, E
+    none in the first 6 hours, and a few rows of both have a NULL symbol."""
+    start = int(dt.datetime(2024, 5, 1, 18, tzinfo=dt.timezone.utc).timestamp()) * 1_000_000
+    span = 12 * 3600
+    symbols = ["A", "B", "C", "D", "E"]
+
+    def price(symbol, t):
+        return 10 + ((t // 1_000_000) * 7919 + ord(symbol or "-") * 104729) % 10_000 / 100
+
+    quotes = []
+    for _ in range(1500):
+        symbol = rng.choice(symbols) if rng.random() > 0.01 else None
+        t = start + rng.randrange(0, span) * 1_000_000
+        if symbol == "E" and t < start + 6 * 3600 * 1_000_000:
+            continue
+        quotes.append((symbol, t, price(symbol, t), rng.randrange(1, 9)))
+    quotes += [quotes[i] for i in rng.sample(range(len(quotes)), 60)]  # duplicates
+    # Same symbol and time, another size (the price stays the function's).
+    quotes += [(q[0], q[1], q[2], q[3] + 100) for q in rng.sample(quotes, 40)]
+    quote_times = [q[1] for q in quotes]
+    trades = []
+    for i in range(1200):
+        symbol = rng.choice(symbols + ["F"]) if rng.random() > 0.01 else None
+        if rng.random() < 0.15:
+            t = rng.choice(quote_times)  # exactly on a quote
+        else:
+            t = start + (rng.randrange(0, span + 3600) - 1800) * 1_000_000
+        trades.append((symbol, t, i, rng.randrange(1, 500)))
+    trades += [trades[i] for i in rng.sample(range(len(trades)), 50)]
+    return trades, quotes
+
+
+def trade_table(rows):
+    return pa.table({
+        "time": pa.array([r[1] for r in rows], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "symbol": pa.array([r[0] for r in rows], pa.string()),
+        "id": pa.array([r[2] for r in rows], pa.int64()),
+        "qty": pa.array([r[3] for r in rows], pa.int64()),
+    })
+
+
+def quote_table(rows):
+    return pa.table({
+        "time": pa.array([r[1] for r in rows], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "symbol": pa.array([r[0] for r in rows], pa.string()),
+        "price": pa.array([r[2] for r in rows], pa.float64()),
+        "size": pa.array([r[3] for r in rows], pa.int64()),
+    })
+
+
+def metrics_table():
+    """The readings behind TimescaleDB's documented gap-filling examples
+    (gapfill.test): device 1 averages 5, 7, 8 and 9 on 2019-01-11, -13, -15
+    and -16, with 1.0 on 2019-01-09 (before the range) and 11.0 on
+    2019-01-18 (after it); device 2 has other days."""
+    def day(d, h=0):
+        return dt.datetime(2019, 1, d, h, tzinfo=dt.timezone.utc)
+    rows = [(1, day(9), 1.0), (1, day(11), 4.0), (1, day(11, 12), 6.0), (1, day(13), 7.0),
+            (1, day(15, 6), 8.0), (1, day(16), 9.0), (1, day(18), 11.0),
+            (2, day(10, 3), 2.0), (2, day(14), 4.0), (2, day(14, 1), None)]
+    return pa.table({
+        "time": pa.array([r[1] for r in rows], pa.timestamp("us", tz="UTC")),
+        "device_id": pa.array([r[0] for r in rows], pa.int64()),
+        "value": pa.array([r[2] for r in rows], pa.float64()),
+    })
+
+
 def hosts_table():
     names = HOSTS[:18] + ["host_90", "host_91"]
     owners = ["ops", "data", "web"]
@@ -145,6 +220,19 @@ def lake(tmp_path_factory):
     hosts_file = root / "hosts.parquet"
     pq.write_table(hosts_table(), hosts_file)
 
+    trades, quotes = trades_and_quotes(random.Random(SEED + 2))
+    random.Random(SEED + 3).shuffle(quotes)
+    trade_files, quote_files = [], []
+    for k, part in enumerate([trades[:700], trades[700:]]):
+        trade_files.append(root / f"trades-{k}.parquet")
+        pq.write_table(trade_table(part), trade_files[-1])
+    third = len(quotes) // 3  # shuffled: the three files overlap in time
+    for k, part in enumerate([quotes[:third], quotes[third:2 * third], quotes[2 * third:]]):
+        quote_files.append(root / f"quotes-{k}.parquet")
+        pq.write_table(quote_table(part), quote_files[-1])
+    metrics_file = root / "metrics.parquet"
+    pq.write_table(metrics_table(), metrics_file)
+
     warehouse = root / "warehouse"
     run_cli("-w", warehouse, "create", "cpu", "--schema-from", files[0], "--time-column",
             "time", "--series-key", "hostname", "--chunk", "day")
@@ -152,12 +240,25 @@ def lake(tmp_path_factory):
         run_cli("-w", warehouse, "append", "cpu", *batch)
     run_cli("-w", warehouse, "create", "hosts", "--schema-from", hosts_file)
     run_cli("-w", warehouse, "append", "hosts", hosts_file)
+    for name, inputs in (("trades", trade_files), ("quotes", quote_files)):
+        run_cli("-w", warehouse, "create", name, "--schema-from", inputs[0], "--time-column",
+                "time", "--series-key", "symbol", "--chunk", "day", "--set",
+                "timelake.dedup=false")
+        for f in inputs:
+            run_cli("-w", warehouse, "append", name, f)
+    run_cli("-w", warehouse, "create", "metrics", "--schema-from", metrics_file,
+            "--time-column", "time", "--series-key", "device_id", "--chunk", "day")
+    run_cli("-w", warehouse, "append", "metrics", metrics_file)
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("CREATE VIEW cpu AS SELECT * FROM read_parquet([{}])".format(
         ", ".join(f"'{f}'" for f in files)))
     con.execute(f"CREATE VIEW hosts AS SELECT * FROM read_parquet('{hosts_file}')")
+    for name, inputs in (("trades", trade_files), ("quotes", quote_files)):
+        con.execute("CREATE VIEW {} AS SELECT * FROM read_parquet([{}])".format(
+            name, ", ".join(f"'{f}'" for f in inputs)))
+    con.execute(f"CREATE VIEW metrics AS SELECT * FROM read_parquet('{metrics_file}')")
     assert con.execute("SELECT count(*) FROM cpu").fetchone()[0] == len(HOSTS) * MINUTES
     yield types.SimpleNamespace(warehouse=warehouse, duck=con)
     con.close()

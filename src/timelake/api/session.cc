@@ -1,11 +1,13 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// Session::SqlStream: the statements the engine runs itself (DELETE) apart
+// Session::SqlStream: the statements the engine runs itself (DELETE, rollup
+// statements) apart
 // from those DataFusion runs (read/session.cc).
 
 #include <arrow/api.h>
 
 #include "timelake/read/session.h"
+#include "timelake/rollup/rollup.h"
 #include "timelake/timelake.h"
 
 namespace timelake {
@@ -35,6 +37,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> DeleteAnswer(
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
     std::string_view sql) {
   TIMELAKE_ASSIGN_OR_RAISE(auto statements, Parse(sql));
+  if (statements.size() == 1 && statements[0].kind == Statement::Kind::kRollup &&
+      statements[0].rollup) {
+    return rollup::Execute(state_->lake, *statements[0].rollup);
+  }
   if (statements.size() != 1 || statements[0].kind != Statement::Kind::kDelete) {
     return Query(sql);
   }

@@ -7,9 +7,14 @@
 #include "timelake/commit/changes.h"
 #include "timelake/commit/commit.h"
 #include "timelake/format/manifest.h"
+#include "timelake/format/schema.h"
 #include "timelake/maintain/maintain.h"
+#include "timelake/read/rollups.h"
+#include "timelake/rollup/rollup.h"
 #include "timelake/settings.h"
+#include "timelake/settings/contract.h"
 #include "timelake/state/state.h"
+#include "timelake/upgrade/upgrade.h"
 #include "timelake/util/uuid.h"
 #include "timelake/versions/versions.h"
 #include "timelake/write/data_writer.h"
@@ -26,9 +31,60 @@ std::chrono::microseconds Since(Clock::time_point start) {
 }
 
 arrow::Status WritableFormat(const internal::TableState& table) {
-  return internal::CheckFormatVersion(table.name.ToString(),
-                                      internal::FormatVersionOf(table.metadata),
-                                      internal::FormatAccess::kWrite);
+  return internal::CheckTableFormat(table, internal::FormatAccess::kWrite);
+}
+
+// Rows of a rollup table come from its refreshes only: rows written
+// otherwise would be taken for what its raw table holds.
+arrow::Status NotARollup(const internal::TableState& table) {
+  auto it = table.metadata.properties.find(internal::property::kRollupSource);
+  if (it == table.metadata.properties.end()) return arrow::Status::OK();
+  return Invalid(table.name.ToString() + " is a rollup of " + it->second +
+                 ": its rows come from refreshes (REFRESH MATERIALIZED ROLLUP " +
+                 table.name.ToString() + "), not from appends or deletes");
+}
+
+// A rollup table's columns come from its definition; a raw table's columns
+// that its rollups read keep their name and type, or REFRESH would fail
+// (rename) or store other types (widen). Adding a column is always fine.
+arrow::Status RollupsAllow(const internal::TableState& table,
+                           const std::vector<SchemaChange>& changes) {
+  auto source = table.metadata.properties.find(internal::property::kRollupSource);
+  if (source != table.metadata.properties.end()) {
+    return Invalid(table.name.ToString() + " is a rollup of " + source->second +
+                   ": its columns come from its definition (drop it and create it "
+                   "again to change them)");
+  }
+  std::map<std::string, std::string> read_by;  // raw column -> a rollup reading it
+  for (const auto& name_text : read::RollupNamesOf(table.metadata)) {
+    auto name = TableName::Parse(name_text);
+    if (!name.ok()) continue;
+    auto rollup = internal::LoadTableState(table.lake, *name);
+    if (!rollup.ok()) continue;  // dropped: it reads nothing any more
+    TIMELAKE_ASSIGN_OR_RAISE(auto def, read::RollupDefinitionOf(**rollup));
+    if (!def) continue;
+    for (const auto& g : def->groups) read_by.emplace(g, name_text);
+    for (const auto& a : def->aggregates) {
+      if (a.column) read_by.emplace(*a.column, name_text);
+    }
+  }
+  std::map<std::string, std::string> original;  // name after renames -> before
+  for (const auto& c : changes) {
+    if (c.kind == SchemaChange::Kind::kAddColumn) continue;
+    auto it = original.find(c.column);
+    const std::string before = it == original.end() ? c.column : it->second;
+    if (auto r = read_by.find(before); r != read_by.end()) {
+      return Invalid("column " + c.column + " is read by the rollup " + r->second +
+                     "; drop the rollup first to " +
+                     (c.kind == SchemaChange::Kind::kRenameColumn ? "rename" : "widen") +
+                     " it");
+    }
+    if (c.kind == SchemaChange::Kind::kRenameColumn) {
+      if (it != original.end()) original.erase(it);
+      original[c.new_name] = before;
+    }
+  }
+  return arrow::Status::OK();
 }
 
 // Removes what an append wrote when it will not be committed.
@@ -97,36 +153,12 @@ TableInfo Table::Info() const {
   }
   info.snapshots = static_cast<int64_t>(m.snapshots.size());
   info.properties = m.properties;
+  rollup::DescribeRollups(*state_, &info);
   return info;
 }
 
 std::vector<SnapshotInfo> Table::Snapshots() const {
-  const auto& m = state_->metadata;
-  std::set<int64_t> history;
-  for (const auto* s = m.CurrentSnapshot(); s != nullptr;
-       s = s->parent_snapshot_id ? m.FindSnapshot(*s->parent_snapshot_id) : nullptr) {
-    if (!history.insert(s->snapshot_id).second) break;  // a cycle: malformed
-  }
-  std::vector<SnapshotInfo> out;
-  for (const auto& s : m.snapshots) {
-    SnapshotInfo info;
-    info.snapshot_id = s.snapshot_id;
-    info.parent_id = s.parent_snapshot_id;
-    info.sequence_number = s.sequence_number;
-    info.timestamp_ms = s.timestamp_ms;
-    if (auto it = s.summary.find(format::summary::kOperation); it != s.summary.end())
-      info.operation = it->second;
-    info.rows = format::SummaryInt(s, format::summary::kTotalRecords);
-    if (auto it = s.summary.find(format::summary::kBatchId); it != s.summary.end())
-      info.batch_id = it->second;
-    info.current = m.current_snapshot_id == s.snapshot_id;
-    info.in_history = history.count(s.snapshot_id) > 0;
-    out.push_back(std::move(info));
-  }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.sequence_number < b.sequence_number;
-  });
-  return out;
+  return internal::SnapshotsOf(state_->metadata);
 }
 
 arrow::Result<Table> Table::Rollback(int64_t snapshot_id) const {
@@ -140,6 +172,80 @@ arrow::Result<Table> Table::Rollback(int64_t snapshot_id) const {
   return Table(std::move(outcome.state));
 }
 
+SchemaChange SchemaChange::AddColumn(std::string column,
+                                     std::shared_ptr<arrow::DataType> type) {
+  SchemaChange c;
+  c.kind = Kind::kAddColumn;
+  c.column = std::move(column);
+  c.type = std::move(type);
+  return c;
+}
+
+SchemaChange SchemaChange::RenameColumn(std::string column, std::string new_name) {
+  SchemaChange c;
+  c.kind = Kind::kRenameColumn;
+  c.column = std::move(column);
+  c.new_name = std::move(new_name);
+  return c;
+}
+
+SchemaChange SchemaChange::WidenColumn(std::string column,
+                                       std::shared_ptr<arrow::DataType> type) {
+  SchemaChange c;
+  c.kind = Kind::kWidenColumn;
+  c.column = std::move(column);
+  c.type = std::move(type);
+  return c;
+}
+
+namespace {
+
+// `changes` with each key in canonical form (AlterableKey).
+arrow::Result<std::map<std::string, std::optional<std::string>>> CanonicalEdits(
+    const std::map<std::string, std::optional<std::string>>& changes,
+    const std::string& context) {
+  std::map<std::string, std::optional<std::string>> canonical;
+  for (const auto& [key, value] : changes) {
+    auto k = internal::AlterableKey(key);
+    if (!k.ok()) return WithContext(k.status(), context);
+    canonical[*k] = value;
+  }
+  return canonical;
+}
+
+}  // namespace
+
+arrow::Result<Table> Table::EvolveSchema(
+    const std::vector<SchemaChange>& changes,
+    const std::map<std::string, std::optional<std::string>>& properties) const {
+  const std::string context = "changing the schema of " + state_->name.ToString();
+  if (changes.empty()) return Invalid(context + ": no change given");
+  TIMELAKE_ASSIGN_OR_RAISE(auto edits, CanonicalEdits(properties, context));
+  // Checked on this handle's version first, so that a bad change writes
+  // nothing (the commit checks again on the version it lands on).
+  int last_column_id = state_->metadata.last_column_id;
+  auto checked = format::EvolveSchema(
+      state_->metadata.CurrentSchema(), changes, commit::FixedColumns(*state_),
+      commit::NextSchemaId(state_->metadata), &last_column_id);
+  if (!checked.ok()) return WithContext(checked.status(), context);
+  TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*state_), context));
+  TIMELAKE_RETURN_NOT_OK(WithContext(RollupsAllow(*state_, changes), context));
+  commit::SchemaEvolution change(changes, std::move(edits), context);
+  commit::CommitOptions copts;
+  copts.context = context;
+  TIMELAKE_ASSIGN_OR_RAISE(auto outcome,
+                           commit::Commit(AfterBackground(state_), &change, copts));
+  return Table(std::move(outcome.state));
+}
+
+arrow::Result<std::pair<Table, UpgradeReport>> Table::Upgrade(
+    const UpgradeOptions& options) const {
+  UpgradeReport report;
+  TIMELAKE_ASSIGN_OR_RAISE(auto table,
+                           internal::RunUpgrade(AfterBackground(state_), options, &report));
+  return std::make_pair(Table(std::move(table)), std::move(report));
+}
+
 arrow::Result<Table> Table::Refresh() const {
   TIMELAKE_ASSIGN_OR_RAISE(auto state,
                            internal::LoadTableState(state_->lake, state_->name));
@@ -149,12 +255,7 @@ arrow::Result<Table> Table::Refresh() const {
 arrow::Result<Table> Table::SetProperties(
     const std::map<std::string, std::optional<std::string>>& changes) const {
   const std::string context = "altering " + state_->name.ToString();
-  std::map<std::string, std::optional<std::string>> canonical;
-  for (const auto& [key, value] : changes) {
-    auto k = internal::AlterableKey(key);
-    if (!k.ok()) return WithContext(k.status(), context);
-    canonical[*k] = value;
-  }
+  TIMELAKE_ASSIGN_OR_RAISE(auto canonical, CanonicalEdits(changes, context));
   commit::PropertyChange change(std::move(canonical), context);
   commit::CommitOptions copts;
   copts.context = context;
@@ -190,6 +291,7 @@ arrow::Result<std::shared_ptr<const internal::TableState>> AppendBase(
   if (!*duplicate) {
     // Refused before any file is written (the commit asks again).
     TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*base), context));
+    TIMELAKE_RETURN_NOT_OK(WithContext(NotARollup(*base), context));
   }
   return base;
 }
@@ -289,6 +391,9 @@ arrow::Result<Committed> CommitWritten(std::shared_ptr<const internal::TableStat
   if (options.auto_maintain.value_or(auto_maintain.ValueOr(true))) {
     const int attempts = std::max(1, options.max_commit_attempts);
     if (options.maintain_in_background) {
+      // The rollups first, from this version: the refresh reads what the
+      // append added whether or not a compaction has rewritten it since.
+      result.rollups = rollup::RefreshRollupsOf(out, options.refresh_rollups);
       internal::StartMaintenance(out, touched, attempts);
       result.maintenance_pending = true;
       return std::make_pair(std::move(out), result);
@@ -302,6 +407,8 @@ arrow::Result<Committed> CommitWritten(std::shared_ptr<const internal::TableStat
       result.maintenance_error = maintained.status().message();
     }
   }
+  // Then the rollups that are due: their failures leave the append as it is.
+  result.rollups = rollup::RefreshRollupsOf(out, options.refresh_rollups);
   return std::make_pair(std::move(out), result);
 }
 
@@ -393,24 +500,7 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
     TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunRetention(table, rules, step, &report));
   }
   if (options.compact) {
-    // Passes until no partition was split by the merge budget; each pass
-    // merges the previous one's outputs (a few passes for any size).
-    std::optional<std::set<std::optional<int32_t>>> again;
-    for (int pass = 0; pass < 8 && (!again || !again->empty()); ++pass) {
-      TIMELAKE_ASSIGN_OR_RAISE(auto files, internal::ListLiveFiles(*table));
-      if (again) {
-        std::erase_if(files, [&](const format::LiveFile& f) {
-          return !again->count(internal::PartitionValueOf(f));
-        });
-      }
-      again.emplace();
-      for (const auto& job : internal::PlanFull(files, *table, rules,
-                                                /*cold_only=*/false, SIZE_MAX)) {
-        TIMELAKE_ASSIGN_OR_RAISE(table,
-                                 internal::RunRewrite(table, job, rules, step, &report));
-        if (job.partial) again->insert(job.partition);
-      }
-    }
+    TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunCompaction(table, rules, step, &report));
   }
   if (options.expire) {
     TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunExpiry(table, rules, 1, step, &report));
@@ -419,6 +509,7 @@ arrow::Result<std::pair<Table, MaintainReport>> Table::Maintain(
     TIMELAKE_RETURN_NOT_OK(
         internal::SweepOrphans(*table, options.orphan_age, step, &report));
   }
+  report.rollups = rollup::RefreshRollupsOf(table, options.refresh_rollups);
   report.version = table->version;
   report.duration = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::steady_clock::now() - start);
@@ -439,6 +530,7 @@ arrow::Result<std::pair<Table, DeleteReport>> Table::Delete(
   TIMELAKE_ASSIGN_OR_RAISE(auto table,
                            internal::LoadTableState(state_->lake, state_->name));
   TIMELAKE_RETURN_NOT_OK(WithContext(WritableFormat(*table), context));
+  TIMELAKE_RETURN_NOT_OK(WithContext(NotARollup(*table), context));
   std::string predicate(where);
   if (predicate.find_first_not_of(" \t\r\n") == std::string::npos) predicate = "true";
   TIMELAKE_ASSIGN_OR_RAISE(table, internal::RunDelete(table, predicate, step, &report));

@@ -2,6 +2,7 @@
 
 #include "timelake/cli/columns.h"
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <utility>
@@ -15,7 +16,8 @@ namespace {
 
 constexpr std::string_view kTypeNames =
     "int32 (int, integer), int64 (bigint, long), float32 (real), float64 (double, "
-    "float), string (text, varchar, utf8), bool (boolean), timestamp, date32 (date)";
+    "float), string (text, varchar, utf8), bool (boolean), timestamp, date32 (date), "
+    "decimal(P,S)";
 
 std::string_view Trim(std::string_view text) {
   const auto first = text.find_first_not_of(" \t\r");
@@ -55,6 +57,21 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ParseColumnType(std::string_view
   // would be converted to it anyway.
   if (t == "timestamp") return arrow::timestamp(arrow::TimeUnit::MICRO, "UTC");
   if (t == "date32" || t == "date") return arrow::date32();
+  std::string compact;  // "decimal(10, 2)" as "decimal(10,2)"
+  for (char c : t) {
+    if (c != ' ') compact += c;
+  }
+  int precision = 0, scale = 0, used = 0;
+  if (std::sscanf(compact.c_str(), "decimal(%d,%d)%n", &precision, &scale, &used) == 2 &&
+      used == static_cast<int>(compact.size())) {
+    if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
+      return UsageError(fmt::format(
+          "type '{}': a decimal has a precision from 1 to 38 and a scale from 0 to "
+          "its precision",
+          text));
+    }
+    return arrow::decimal128(precision, scale);
+  }
   return UsageError(fmt::format("unknown type '{}' (known: {})", text, kTypeNames));
 }
 

@@ -13,7 +13,8 @@
 // either part are dropped. The types (case-insensitive) and their aliases:
 //   int32 (int, integer), int64 (bigint, long), float32 (real),
 //   float64 (double, float), string (text, varchar, utf8), bool (boolean),
-//   timestamp (microseconds, UTC), date32 (date).
+//   timestamp (microseconds, UTC), date32 (date), decimal(P,S) (128-bit,
+//   precision 1 to 38; spaces inside the parentheses are fine).
 
 #ifndef TIMELAKE_CLI_COLUMNS_H_
 #define TIMELAKE_CLI_COLUMNS_H_

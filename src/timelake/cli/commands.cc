@@ -133,6 +133,10 @@ constexpr std::array kSubcommands = {
                 "Make an earlier snapshot the current one (metadata only; `info "
                 "--snapshots` lists them)",
                 false, MakeRollbackCommand},
+    CommandSpec{"upgrade", "",
+                "Bring a table (also a plain Iceberg table another engine wrote) to this "
+                "format, one commit per step; --dry-run lists the steps",
+                false, MakeUpgradeCommand},
     CommandSpec{"sql", "",
                 "Run SQL: one QUERY, a script (-f FILE or stdin, statements end with "
                 "';'), or an interactive shell when neither is given on a terminal",
@@ -142,8 +146,14 @@ constexpr std::array kSubcommands = {
     CommandSpec{"ls", "", "List tables (of one namespace)", false, MakeLsCommand},
     CommandSpec{"drop", "", "Delete a table and all its files", false, MakeDropCommand},
     CommandSpec{"alter", "",
-                "Set or remove table properties (one commit, no new snapshot)", false,
-                MakeAlterCommand},
+                "Set or remove table properties, add, rename or widen columns "
+                "(one commit, no new snapshot)",
+                false, MakeAlterCommand},
+    CommandSpec{
+        "serve", "",
+        "Serve the warehouse as an Iceberg REST catalog (Spark, Trino, PyIceberg, "
+        "DuckDB)",
+        false, MakeServeCommand},
     CommandSpec{"settings", "",
                 "List every timelake.* setting: type, default, levels, description",
                 false, MakeSettingsCommand},

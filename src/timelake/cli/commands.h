@@ -7,7 +7,9 @@
 // of its group:
 //   ingest_commands.cc  create, append (alias import)
 //   query_commands.cc   sql, latest
-//   table_commands.cc   maintain, delete, rollback, info, ls, drop, alter
+//   table_commands.cc   maintain, delete, rollback, upgrade, info, ls, drop,
+//                       alter
+//   serve_command.cc    serve
 //   commands.cc         settings, demo, and what the groups share
 //
 // Commands run on the calling thread, one per process; nothing here is
@@ -104,6 +106,8 @@ std::unique_ptr<Command> MakeInfoCommand();
 std::unique_ptr<Command> MakeLsCommand();
 std::unique_ptr<Command> MakeDropCommand();
 std::unique_ptr<Command> MakeAlterCommand();
+std::unique_ptr<Command> MakeUpgradeCommand();
+std::unique_ptr<Command> MakeServeCommand();
 std::unique_ptr<Command> MakeSettingsCommand();
 std::unique_ptr<Command> MakeDemoCommand();
 

@@ -56,6 +56,7 @@ arrow::Status BatchCommitter::Commit(bool end_of_input) {
   if (pending_.empty()) return arrow::Status::OK();
   AppendOptions options;
   options.auto_maintain = auto_maintain_;
+  options.refresh_rollups = refresh_rollups_;
   const int64_t commit = totals_.commits + totals_.duplicate_commits + 1;
   if (batch_id_.has_value()) {
     const int64_t end_row = committed_input_rows_ + pending_rows_;
@@ -104,6 +105,20 @@ void AddAppend(const AppendResult& result, int64_t given,
   ++totals->commits;
   totals->compactions += result.maintenance.partitions_compacted;
   if (!result.maintenance_error.empty()) WarnMaintenance(result.maintenance_error);
+  for (const auto& r : result.rollups) {
+    if (!r.maintenance_error.empty()) {
+      std::cerr << "timelake: warning: compacting rollup " << r.rollup
+                << " after its refresh failed (the refresh stands; `timelake maintain` "
+                   "retries it): "
+                << r.maintenance_error << std::endl;
+    }
+    if (r.error.empty()) continue;
+    // Queries stay right (they read what the rollup lacks from raw data).
+    std::cerr << "timelake: warning: refreshing rollup " << r.rollup
+              << " after the append failed (the rows are committed; REFRESH MATERIALIZED "
+                 "ROLLUP retries it): "
+              << r.error << std::endl;
+  }
   totals->rows += result.rows;
   totals->files += result.files;
   totals->bytes += result.bytes;

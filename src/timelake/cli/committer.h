@@ -69,6 +69,7 @@ class BatchCommitter {
   int64_t committed_input_rows() const { return committed_input_rows_; }
   // Inline maintenance after each commit: nullopt follows the table.
   void set_auto_maintain(std::optional<bool> on) { auto_maintain_ = on; }
+  void set_refresh_rollups(RollupRefresh which) { refresh_rollups_ = which; }
 
  private:
   // With a batch id, an import that fits in one commit is tagged with the id
@@ -85,6 +86,7 @@ class BatchCommitter {
   int64_t committed_input_rows_ = 0;  // input rows of the commits made
   int64_t pending_rows_ = 0;
   std::optional<bool> auto_maintain_;
+  RollupRefresh refresh_rollups_ = RollupRefresh::kDue;
   std::string dedup_key_;
   Totals totals_;
 };

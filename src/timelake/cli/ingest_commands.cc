@@ -362,6 +362,10 @@ class AppendCommand : public Command {
     app->add_flag("--no-maintain", no_maintain_,
                   "Skip inline maintenance after each commit (compaction, "
                   "retention, snapshot expiry)");
+    app->add_flag("--no-refresh", no_refresh_,
+                  "Refresh no rollup after each commit (queries read what the rollups "
+                  "lack from raw data; REFRESH MATERIALIZED ROLLUP or maintain refresh "
+                  "them)");
     times_.AddTo(app);
   }
 
@@ -528,6 +532,7 @@ class AppendCommand : public Command {
     if (commit_rows_.has_value()) {
       BatchCommitter committer(table, *commit_rows_, batch_id_);
       if (no_maintain_) committer.set_auto_maintain(false);
+      if (no_refresh_) committer.set_refresh_rollups(RollupRefresh::kNone);
       arrow::Status st;
       while (st.ok()) {
         std::shared_ptr<arrow::RecordBatch> batch;
@@ -566,6 +571,7 @@ class AppendCommand : public Command {
       // One commit: nothing follows that maintenance could overlap, and its
       // outcome belongs in this command's report.
       options.maintain_in_background = false;
+      if (no_refresh_) options.refresh_rollups = RollupRefresh::kNone;
       auto appended = table.Append(&reader, options);
       if (!appended.ok()) return unchanged(appended.status(), reader.input_failed());
       totals.input_rows = appended->second.input_rows;
@@ -589,6 +595,7 @@ class AppendCommand : public Command {
   std::string input_format_;
   std::optional<int64_t> commit_rows_;
   bool no_maintain_ = false;
+  bool no_refresh_ = false;
   TimeFlags times_;
   TimeArgs time_args_;
 };

@@ -1,7 +1,7 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 //
-// `maintain`, `delete`, `rollback`, `info`, `ls`, `drop` and `alter`: one
-// table (or the list of them) as a whole.
+// `maintain`, `delete`, `rollback`, `upgrade`, `info`, `ls`, `drop` and
+// `alter`: one table (or the list of them) as a whole.
 
 #include <algorithm>
 #include <ctime>
@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "timelake/cli/columns.h"
 #include "timelake/cli/commands.h"
 #include "timelake/cli/output.h"
 #include "timelake/cli/util.h"
@@ -209,6 +210,16 @@ std::string DedupNote(const TableInfo& info) {
       fmt::join(key, ", "));
 }
 
+// A UTC time of milliseconds since the epoch, "2026-12-03 11:00:50.123".
+std::string UtcMillis(int64_t ms) {
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}", text, static_cast<int>(ms % 1000));
+}
+
 std::string InfoJson(const TableInfo& info, const arrow::Schema& schema) {
   const auto optional_string = [](const std::optional<std::string>& value) {
     return value.has_value() ? JsonQuote(*value) : std::string("null");
@@ -224,16 +235,31 @@ std::string InfoJson(const TableInfo& info, const arrow::Schema& schema) {
     columns.push_back(
         fmt::format("{{\"name\": {}, \"type\": {}}}", JsonQuote(name), JsonQuote(type)));
   }
+  nlohmann::json rollups = nlohmann::json::array();
+  for (const auto& r : info.rollups) {
+    rollups.push_back(
+        {{"name", r.name},
+         {"bucket", r.bucket},
+         {"source_snapshot_id",
+          r.source_snapshot_id ? nlohmann::json(*r.source_snapshot_id) : nullptr},
+         {"refreshed_ms", r.refreshed_ms ? nlohmann::json(*r.refreshed_ms) : nullptr},
+         {"behind", r.behind},
+         {"problem",
+          r.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.problem)}});
+  }
   return fmt::format(
       "{{\"name\": {}, \"location\": {}, \"version\": {}, \"snapshot_id\": {}, "
       "\"time_column\": {}, \"series_key\": [{}], \"chunk\": {}, \"dedup\": {}, "
       "\"rows\": {}, \"files\": {}, \"bytes\": {}, \"snapshots\": {}, "
-      "\"columns\": [{}], \"properties\": {{{}}}}}",
+      "\"columns\": [{}], \"properties\": {{{}}}, \"rollup_of\": {}, "
+      "\"rollups\": {}}}",
       JsonQuote(info.name), JsonQuote(info.location), info.version,
       info.snapshot_id.has_value() ? std::to_string(*info.snapshot_id) : "null",
       optional_string(info.time_column), fmt::join(series_key, ", "),
       JsonQuote(info.chunk), info.dedup ? "true" : "false", info.rows, info.files,
-      info.bytes, info.snapshots, fmt::join(columns, ", "), fmt::join(properties, ", "));
+      info.bytes, info.snapshots, fmt::join(columns, ", "), fmt::join(properties, ", "),
+      info.rollup_of.empty() ? std::string("null") : JsonQuote(info.rollup_of),
+      rollups.dump());
 }
 
 std::string InfoText(const TableInfo& info, const arrow::Schema& schema) {
@@ -257,6 +283,26 @@ std::string InfoText(const TableInfo& info, const arrow::Schema& schema) {
   row("size",
       fmt::format("{} ({} bytes)", FormatBytes(info.bytes), FormatInteger(info.bytes)));
   row("snapshots", FormatInteger(info.snapshots));
+  if (!info.rollup_of.empty()) {
+    row("rollup of", info.rollup_of + " (its rows come from refreshes)");
+  }
+  if (!info.rollups.empty()) {
+    text += "rollups\n";
+    for (const auto& r : info.rollups) {
+      std::string state;
+      if (!r.problem.empty()) {
+        state = r.problem;
+      } else if (r.behind == 0) {
+        state = "up to date";
+      } else {
+        state = fmt::format("{} commit{} behind (queries read those from raw data)",
+                            r.behind, r.behind == 1 ? "" : "s");
+      }
+      if (r.refreshed_ms) state += ", refreshed " + UtcMillis(*r.refreshed_ms) + " UTC";
+      text += fmt::format("  {} ({}): {}\n", r.name, r.bucket.empty() ? "?" : r.bucket,
+                          state);
+    }
+  }
   text += "columns\n";
   const auto columns = Columns(schema);
   size_t width = 0;
@@ -271,16 +317,6 @@ std::string InfoText(const TableInfo& info, const arrow::Schema& schema) {
     }
   }
   return text;
-}
-
-// A UTC time of milliseconds since the epoch, "2026-12-03 11:00:50.123".
-std::string UtcMillis(int64_t ms) {
-  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}", text, static_cast<int>(ms % 1000));
 }
 
 // `info --snapshots`: one line (or JSON object) per snapshot kept.
@@ -389,7 +425,18 @@ class LsCommand : public Command {
     ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(auto tables, lake.ListTables(ns_));
     std::string text;
-    for (const auto& name : tables) text += name.ToString() + "\n";
+    for (const auto& name : tables) {
+      text += name.ToString();
+      // Rollup tables are marked with the table they roll up.
+      auto table = lake.LoadTable(name.ToString());
+      if (table.ok()) {
+        auto source = table->properties().find("timelake.rollup-source");
+        if (source != table->properties().end()) {
+          text += "  (rollup of " + source->second + ")";
+        }
+      }
+      text += "\n";
+    }
     std::cout << text << std::flush;
     return arrow::Status::OK();
   }
@@ -407,13 +454,19 @@ class DropCommand : public Command {
 
   arrow::Status Run(const GlobalArgs& global) override {
     auto lake = OpenLake(global, WarehouseUse::kExisting);
-    auto status = lake.ok() ? lake->DropTable(table_) : lake.status();
+    std::vector<std::string> rollups;
+    auto status = lake.ok() ? lake->DropTable(table_, &rollups) : lake.status();
     if (!status.ok() && if_exists_ && KindOf(status) == ErrorKind::kNotFound) {
       std::cerr << table_ << " does not exist" << std::endl;
       return arrow::Status::OK();
     }
     ARROW_RETURN_NOT_OK(status);
-    std::cout << "dropped " << table_ << std::endl;
+    std::cout << "dropped " << table_;
+    if (!rollups.empty()) {
+      std::cout << fmt::format(" and its rollup{} {}", rollups.size() == 1 ? "" : "s",
+                               fmt::join(rollups, ", "));
+    }
+    std::cout << std::endl;
     return arrow::Status::OK();
   }
 
@@ -422,7 +475,25 @@ class DropCommand : public Command {
   bool if_exists_ = false;
 };
 
-// One metadata-only commit with every change.
+// "OLD:NEW" or "NAME:TYPE" split at the last ':'; `flag` names the flag in
+// errors.
+arrow::Result<std::pair<std::string, std::string>> SplitPair(const std::string& text,
+                                                             const std::string& flag,
+                                                             std::string_view form) {
+  const auto colon = text.rfind(':');
+  const auto trim = [](std::string part) {
+    part.erase(0, part.find_first_not_of(" \t"));
+    part.erase(part.find_last_not_of(" \t") + 1);
+    return part;
+  };
+  if (colon == std::string::npos || trim(text.substr(0, colon)).empty() ||
+      trim(text.substr(colon + 1)).empty()) {
+    return UsageError(fmt::format("{} '{}': expected {}", flag, text, form));
+  }
+  return std::make_pair(trim(text.substr(0, colon)), trim(text.substr(colon + 1)));
+}
+
+// Schema changes (one commit), then property changes (another).
 class AlterCommand : public Command {
  public:
   void AddOptions(CLI::App* app) override {
@@ -431,11 +502,61 @@ class AlterCommand : public Command {
         ->allow_extra_args(false);
     app->add_option("--unset", unsets_, "Property KEY to remove (repeatable)")
         ->allow_extra_args(false);
+    app->add_option("--add-column", adds_,
+                    "NAME:TYPE, a new nullable column (repeatable); older rows read it "
+                    "as null. TYPE as for create's --column, or decimal(P,S)")
+        ->allow_extra_args(false);
+    app->add_option("--rename-column", renames_,
+                    "OLD:NEW, a new name for a column (repeatable); its data stays. "
+                    "Renames apply first, then widenings, then additions, all in one "
+                    "commit")
+        ->allow_extra_args(false);
+    app->add_option("--widen-column", widens_,
+                    "NAME:TYPE, a wider type for a column (repeatable): int32 to int64, "
+                    "float32 to float64, decimal(P,S) to a larger precision")
+        ->allow_extra_args(false);
+    app->add_option("--format", format_, "text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
   }
 
   arrow::Status Run(const GlobalArgs& global) override {
-    if (sets_.empty() && unsets_.empty()) {
-      return UsageError("alter needs at least one --set KEY=VALUE or --unset KEY");
+    if (sets_.empty() && unsets_.empty() && adds_.empty() && renames_.empty() &&
+        widens_.empty()) {
+      return UsageError(
+          "alter needs at least one --set KEY=VALUE, --unset KEY, --add-column "
+          "NAME:TYPE, --rename-column OLD:NEW or --widen-column NAME:TYPE");
+    }
+    // Renames first, then widenings (by the new names), then additions (which
+    // may take a name a rename freed).
+    std::vector<SchemaChange> schema_changes;
+    std::vector<std::string> done;
+    for (const auto& r : renames_) {
+      ARROW_ASSIGN_OR_RAISE(auto pair, SplitPair(r, "--rename-column", "OLD:NEW"));
+      done.push_back(fmt::format("renamed column {} to {}", pair.first, pair.second));
+      schema_changes.push_back(SchemaChange::RenameColumn(pair.first, pair.second));
+    }
+    for (const auto& w : widens_) {
+      ARROW_ASSIGN_OR_RAISE(auto pair, SplitPair(w, "--widen-column", "NAME:TYPE"));
+      auto type = ParseColumnType(pair.second);
+      if (!type.ok()) {
+        return UsageError(
+            fmt::format("--widen-column '{}': {}", w, type.status().message()));
+      }
+      done.push_back(
+          fmt::format("widened column {} to {}", pair.first, ColumnTypeName(**type)));
+      schema_changes.push_back(SchemaChange::WidenColumn(pair.first, *type));
+    }
+    for (const auto& a : adds_) {
+      ARROW_ASSIGN_OR_RAISE(auto pair, SplitPair(a, "--add-column", "NAME:TYPE"));
+      auto type = ParseColumnType(pair.second);
+      if (!type.ok()) {
+        return UsageError(
+            fmt::format("--add-column '{}': {}", a, type.status().message()));
+      }
+      done.push_back(
+          fmt::format("added column {} ({})", pair.first, ColumnTypeName(**type)));
+      schema_changes.push_back(SchemaChange::AddColumn(pair.first, *type));
     }
     std::map<std::string, std::optional<std::string>> changes;
     ARROW_ASSIGN_OR_RAISE(auto sets, ParseKeyValues(sets_, "--set"));
@@ -443,9 +564,26 @@ class AlterCommand : public Command {
     for (const auto& k : unsets_) changes[k] = std::nullopt;
     ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
     ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
-    ARROW_ASSIGN_OR_RAISE(Table altered, table.SetProperties(changes));
-    std::cout << "altered " << altered.name().ToString() << ": version "
-              << altered.version() << std::endl;
+    // One commit: a bad property value leaves the schema unchanged too.
+    if (schema_changes.empty()) {
+      ARROW_ASSIGN_OR_RAISE(table, table.SetProperties(changes));
+    } else {
+      ARROW_ASSIGN_OR_RAISE(table, table.EvolveSchema(schema_changes, changes));
+    }
+    for (const auto& [k, v] : changes) {
+      done.push_back(v ? fmt::format("set {} = {}", k, *v) : fmt::format("unset {}", k));
+    }
+    if (format_ == "json") {
+      nlohmann::json out = {
+          {"table", table.name().ToString()},
+          {"version", table.version()},
+          {"changes", done},
+      };
+      std::cout << out.dump() << std::endl;
+      return arrow::Status::OK();
+    }
+    std::cout << "altered " << table.name().ToString() << ": version " << table.version()
+              << "; " << fmt::format("{}", fmt::join(done, "; ")) << std::endl;
     return arrow::Status::OK();
   }
 
@@ -453,6 +591,113 @@ class AlterCommand : public Command {
   std::string table_;
   std::vector<std::string> sets_;
   std::vector<std::string> unsets_;
+  std::vector<std::string> adds_;
+  std::vector<std::string> renames_;
+  std::vector<std::string> widens_;
+  std::string format_ = "text";
+};
+
+// Brings a table to this build's format (Table::Upgrade).
+class UpgradeCommand : public Command {
+ public:
+  void AddOptions(CLI::App* app) override {
+    app->add_option("table", table_, "Table name")->required();
+    app->add_flag("--dry-run", dry_run_, "List the steps without changing anything");
+    app->add_flag("--no-compact", no_compact_, "Rewrite no data file");
+    app->add_option("--keep-snapshots", keep_,
+                    "Protect the snapshots from before the upgrade from expiry this long "
+                    "(rollback stays possible)")
+        ->capture_default_str();
+    app->add_option("--time-column", time_column_,
+                    "Adopting a plain Iceberg table: its timestamp column, which makes "
+                    "it a time-series table");
+    app->add_option("--series-key", series_key_,
+                    "Adopting a plain Iceberg table: comma-separated columns "
+                    "identifying one series")
+        ->delimiter(',')
+        ->allow_extra_args(false);
+    app->add_option("--format", format_, "text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+  }
+
+  arrow::Status Run(const GlobalArgs& global) override {
+    UpgradeOptions options;
+    options.dry_run = dry_run_;
+    options.compact = !no_compact_;
+    auto keep = ParseDuration(keep_);
+    if (!keep.ok()) return UsageError("--keep-snapshots: " + keep.status().message());
+    options.keep_snapshots = *keep;
+    options.time_column = time_column_;
+    options.series_key = series_key_;
+    ARROW_ASSIGN_OR_RAISE(Lake lake, OpenLake(global, WarehouseUse::kExisting));
+    ARROW_ASSIGN_OR_RAISE(Table table, lake.LoadTable(table_));
+    ARROW_ASSIGN_OR_RAISE(auto upgraded, table.Upgrade(options));
+    const UpgradeReport& r = upgraded.second;
+    const double seconds = static_cast<double>(r.duration.count()) / 1e6;
+    // An untagged table counts as 0.1.0 (the text output says it was untagged).
+    const std::string from = r.from_format.empty() ? "0.1.0" : r.from_format;
+    if (format_ == "json") {
+      nlohmann::json steps = nlohmann::json::array();
+      for (const auto& s : r.steps) {
+        steps.push_back({{"step", std::string(UpgradeStepName(s.kind))},
+                         {"description", s.description},
+                         {"done", s.done},
+                         {"version", s.version ? nlohmann::json(s.version) : nullptr}});
+      }
+      nlohmann::json out = {
+          {"table", table.name().ToString()},
+          {"dry_run", r.dry_run},
+          {"from_format", from},
+          {"from_untagged", r.from_format.empty()},
+          {"to_format", r.to_format.empty() ? "0.1.0" : r.to_format},
+          {"version", r.version},
+          {"steps", steps},
+          {"files_rewritten", r.files_rewritten},
+          {"files_written", r.files_written},
+          {"rows_rewritten", r.rows_rewritten},
+          {"seconds", seconds},
+      };
+      std::cout << out.dump() << std::endl;
+      return arrow::Status::OK();
+    }
+    const std::string name = table.name().ToString();
+    const std::string from_text = r.from_format.empty() ? "0.1.0 (untagged)" : from;
+    std::string text;
+    if (!r.changed()) {
+      text = fmt::format("{} is current (format {}, version {}); nothing to upgrade\n",
+                         name, from_text, r.version);
+    } else if (r.dry_run) {
+      text = fmt::format(
+          "{} (format {}, version {}) needs {} upgrade step{}{}; nothing was "
+          "changed (dry run):\n",
+          name, from_text, r.version, r.steps.size(), r.steps.size() == 1 ? "" : "s",
+          r.to_format == r.from_format ? "" : " to format " + r.to_format);
+    } else {
+      text = fmt::format("upgraded {}{} in {:.2f} s: version {}\n", name,
+                         r.to_format == r.from_format
+                             ? ""
+                             : " from format " + from_text + " to " + r.to_format,
+                         seconds, r.version);
+    }
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      const auto& s = r.steps[i];
+      text +=
+          fmt::format("  {}. {}: {}{}\n", i + 1, UpgradeStepName(s.kind), s.description,
+                      s.version ? fmt::format(" (version {})", s.version) : "");
+    }
+    std::cout << text << std::flush;
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string table_;
+  bool dry_run_ = false;
+  bool no_compact_ = false;
+  std::string keep_ = "7d";
+  std::optional<std::string> time_column_;
+  std::vector<std::string> series_key_;
+  std::string format_ = "text";
 };
 
 }  // namespace
@@ -468,5 +713,8 @@ std::unique_ptr<Command> MakeRollbackCommand() {
 std::unique_ptr<Command> MakeLsCommand() { return std::make_unique<LsCommand>(); }
 std::unique_ptr<Command> MakeDropCommand() { return std::make_unique<DropCommand>(); }
 std::unique_ptr<Command> MakeAlterCommand() { return std::make_unique<AlterCommand>(); }
+std::unique_ptr<Command> MakeUpgradeCommand() {
+  return std::make_unique<UpgradeCommand>();
+}
 
 }  // namespace timelake::cli

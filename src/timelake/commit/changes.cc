@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "timelake/format/json_int.h"
+#include "timelake/format/schema.h"
 #include "timelake/settings/contract.h"
 #include "timelake/util/clock.h"
 #include "timelake/util/uuid.h"
@@ -48,19 +50,103 @@ arrow::Result<std::optional<format::TableMetadata>> RollbackChange::Rebase(
   return next;
 }
 
+namespace {
+
+// An integer member of a stored JSON object, if it is one.
+std::optional<int64_t> IntMember(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return std::nullopt;
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
+std::map<std::string, std::string> FixedColumns(const internal::TableState& table) {
+  std::map<std::string, std::string> out;
+  const auto& c = table.contract;
+  std::map<int64_t, std::string> names;
+  for (const auto& f : table.schema->fields()) {
+    if (auto id = format::FieldId(*f)) names[*id] = f->name();
+  }
+  const auto& doc = table.metadata.doc;
+  const auto current = IntMember(doc, "default-sort-order-id").value_or(0);
+  if (auto orders = doc.find("sort-orders"); orders != doc.end() && orders->is_array()) {
+    for (const auto& order : *orders) {
+      if (IntMember(order, "order-id") != current || !order.contains("fields") ||
+          !order["fields"].is_array())
+        continue;
+      for (const auto& f : order["fields"]) {
+        auto source = IntMember(f, "source-id");
+        auto it = source ? names.find(*source) : names.end();
+        if (it != names.end()) out[it->second] = "a column of the table's sort order";
+      }
+    }
+  }
+  for (const auto& f : table.metadata.DefaultSpec().fields) {
+    auto it = names.find(f.source_id);
+    if (it != names.end()) out[it->second] = "the source of a partition field";
+  }
+  for (const auto& k : c.series_key) out[k] = "a series key column";
+  if (!c.ingest_column.empty()) out[c.ingest_column] = "the insertion-time column";
+  if (c.time_column) out[*c.time_column] = "the time column";
+  return out;
+}
+
+int NextSchemaId(const format::TableMetadata& metadata) {
+  int next = metadata.current_schema_id + 1;
+  if (auto schemas = metadata.doc.find("schemas");
+      schemas != metadata.doc.end() && schemas->is_array()) {
+    for (const auto& s : *schemas) {
+      if (s.is_object())
+        next = std::max(next, format::internal::GetInt<int>(s, "schema-id", 0) + 1);
+    }
+  }
+  return next;
+}
+
+void AddCurrentSchema(format::TableMetadata* metadata, nlohmann::json schema,
+                      int last_column_id) {
+  metadata->current_schema_id = format::internal::GetInt<int>(schema, "schema-id", 0);
+  metadata->last_column_id = std::max(metadata->last_column_id, last_column_id);
+  metadata->doc["schemas"].push_back(std::move(schema));
+}
+
+arrow::Result<std::optional<format::TableMetadata>> SchemaEvolution::Rebase(
+    const internal::TableState& base, Attempt*) {
+  if (changes_.empty()) return std::nullopt;
+  int last_column_id = base.metadata.last_column_id;
+  auto schema =
+      format::EvolveSchema(base.metadata.CurrentSchema(), changes_, FixedColumns(base),
+                           NextSchemaId(base.metadata), &last_column_id);
+  if (!schema.ok()) return WithContext(schema.status(), context_);
+  format::TableMetadata next = base.metadata;
+  AddCurrentSchema(&next, std::move(*schema), last_column_id);
+  TIMELAKE_RETURN_NOT_OK(EditProperties(properties_, context_, &next));
+  next.last_updated_ms = std::max(internal::ToMillis(base.lake->clock->Now()),
+                                  base.metadata.last_updated_ms);
+  return next;
+}
+
+arrow::Status EditProperties(
+    const std::map<std::string, std::optional<std::string>>& edits,
+    const std::string& context, format::TableMetadata* metadata) {
+  if (edits.empty()) return arrow::Status::OK();
+  for (const auto& [key, value] : edits) {
+    if (value) {
+      metadata->properties[key] = *value;
+    } else {
+      metadata->properties.erase(key);
+    }
+  }
+  auto contract = internal::ParseContract(metadata->properties);
+  return contract.ok() ? arrow::Status::OK() : WithContext(contract.status(), context);
+}
+
 arrow::Result<std::optional<format::TableMetadata>> PropertyChange::Rebase(
     const internal::TableState& base, Attempt*) {
   format::TableMetadata next = base.metadata;
-  for (const auto& [key, value] : changes_) {
-    if (value) {
-      next.properties[key] = *value;
-    } else {
-      next.properties.erase(key);
-    }
-  }
-  if (auto contract = internal::ParseContract(next.properties); !contract.ok()) {
-    return WithContext(contract.status(), context_);
-  }
+  TIMELAKE_RETURN_NOT_OK(EditProperties(changes_, context_, &next));
   next.last_updated_ms = std::max(internal::ToMillis(base.lake->clock->Now()),
                                   base.metadata.last_updated_ms);
   return next;
@@ -100,6 +186,9 @@ arrow::Result<std::optional<format::TableMetadata>> AppendChange::Rebase(
     TIMELAKE_ASSIGN_OR_RAISE(auto carried, LiveManifestsOf(base, *parent, context_));
     for (auto& m : carried) manifests.push_back(std::move(m));
   }
+  TIMELAKE_ASSIGN_OR_RAISE(
+      manifests, MergeManifests(base, std::move(manifests), 1, snapshot_id_, seq,
+                                ManifestMergeRulesOf(bm), attempt, context_));
   auto list_bytes = format::WriteManifestList(
       snapshot_id_, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
       seq, manifests);

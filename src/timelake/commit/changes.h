@@ -41,6 +41,49 @@ class RollbackChange : public Change {
   const std::string context_;
 };
 
+// The columns of `table` whose name and type stay (schema evolution), each
+// with why: the time column, the series key, the insertion-time column and
+// the sources of the partition spec and of the sort order.
+std::map<std::string, std::string> FixedColumns(const internal::TableState& table);
+
+// Table property edits (a value, or nullopt to remove the key; keys in
+// canonical form) made to `metadata`, whose contract must still parse.
+// Errors: kInvalid naming the bad value.
+arrow::Status EditProperties(
+    const std::map<std::string, std::optional<std::string>>& edits,
+    const std::string& context, format::TableMetadata* metadata);
+
+// A schema change (Table::EvolveSchema): `changes` applied to the current
+// schema of whatever version wins, as a new schema made current, with
+// `properties` (EditProperties) in the same commit. Errors of Rebase:
+// kInvalid when the changes do not apply to that schema or a property value
+// is bad.
+class SchemaEvolution : public Change {
+ public:
+  SchemaEvolution(std::vector<SchemaChange> changes,
+                  std::map<std::string, std::optional<std::string>> properties,
+                  std::string context)
+      : changes_(std::move(changes)),
+        properties_(std::move(properties)),
+        context_(std::move(context)) {}
+
+  arrow::Result<std::optional<format::TableMetadata>> Rebase(
+      const internal::TableState& base, Attempt* attempt) override;
+
+ private:
+  const std::vector<SchemaChange> changes_;
+  const std::map<std::string, std::optional<std::string>> properties_;
+  const std::string context_;
+};
+
+// `metadata` with `schema` (an Iceberg schema object whose schema-id is
+// new) added and made current; `last_column_id` is the highest field id.
+void AddCurrentSchema(format::TableMetadata* metadata, nlohmann::json schema,
+                      int last_column_id);
+
+// A schema id no schema of `metadata` has.
+int NextSchemaId(const format::TableMetadata& metadata);
+
 // A change of table properties: the same edit over whatever version wins.
 class PropertyChange : public Change {
  public:

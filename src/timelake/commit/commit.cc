@@ -75,9 +75,7 @@ arrow::Result<CommitOutcome> Commit(std::shared_ptr<const internal::TableState> 
     }
     // Every write asks the format rule of the version it builds on (a newer
     // Timelake may have committed since the last attempt).
-    auto allowed = internal::CheckFormatVersion(base->name.ToString(),
-                                                internal::FormatVersionOf(base->metadata),
-                                                internal::FormatAccess::kWrite);
+    auto allowed = internal::CheckTableFormat(*base, internal::FormatAccess::kWrite);
     if (!allowed.ok()) {
       DeleteQuietly(store, lost);
       change->Abandon();
@@ -142,31 +140,29 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Publish(
   return state;
 }
 
-namespace {
-
-// Builds and puts the head of `state`'s version (WriteHeadAsync).
-void WriteHead(const std::shared_ptr<const internal::TableState>& state,
-               int64_t inline_limit) {
+arrow::Status WriteHead(const internal::TableState& state) {
+  const settings::Resolver resolve(nullptr, nullptr, &state.metadata.properties);
+  // "json" is a codec 0.7 knows; this writer has only "arrow" and writes
+  // nothing for the others ("none" means no head).
+  if (resolve.Get("head-format").value_or("arrow") != "arrow") return arrow::Status::OK();
+  const int64_t inline_limit = resolve.GetInt("head-inline-bytes").ValueOr(0);
   format::Head head;
-  head.version = state->version;
-  head.metadata_json = state->metadata.Serialize();
-  auto files = internal::ListLiveFiles(*state);
-  if (!files.ok()) return;
-  head.files = std::move(*files);
+  head.version = state.version;
+  head.metadata_json = state.metadata.Serialize();
+  TIMELAKE_ASSIGN_OR_RAISE(head.files, internal::ListLiveFiles(state));
   int64_t budget = inline_limit;
-  if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
+  if (const auto* snapshot = state.metadata.CurrentSnapshot()) {
     if (auto uri = internal::LviUri(*snapshot)) {
-      auto index = internal::ReadLvi(*state, *uri);
-      if (!index.ok()) return;  // without its index the head would mislead
+      // Without its index the head would mislead: no head then.
+      TIMELAKE_ASSIGN_OR_RAISE(auto index, internal::ReadLvi(state, *uri));
       // Inlined while it fits in head-inline-bytes; a bigger index stays in
       // its own file (the head then plans scans, `latest` reads the file).
       // The index file's size (compressed Parquet) is what must fit.
-      auto key = internal::KeyOf(*state, *uri);
-      auto bytes = key.ok()
-                       ? internal::GetImmutable(*state->lake, *key)
-                       : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
+      auto key = internal::KeyOf(state, *uri);
+      auto bytes = key.ok() ? internal::GetImmutable(*state.lake, *key)
+                            : arrow::Result<std::shared_ptr<arrow::Buffer>>(key.status());
       if (bytes.ok() && (*bytes)->size() <= inline_limit) {
-        head.last_values = *index;
+        head.last_values = index;
         budget -= (*bytes)->size();
       }
     }
@@ -179,18 +175,15 @@ void WriteHead(const std::shared_ptr<const internal::TableState>& state,
     return a->sequence_number.value_or(0) > b->sequence_number.value_or(0);
   });
   for (const auto* f : newest) {
-    auto blob = state->lake->footers.Get(f->key);
+    auto blob = state.lake->footers.Get(f->key);
     if (blob == nullptr || blob->size() > budget) continue;
     budget -= blob->size();
     head.footers.emplace_back(f->data_file.file_path, std::move(blob));
   }
-  auto bytes = format::EncodeHead(head);
-  if (!bytes.ok()) return;
-  (void)state->lake->store->Put(
-      versions::MetadataPrefix(state->table_key) + "/" + format::kHeadName, *bytes);
+  TIMELAKE_ASSIGN_OR_RAISE(auto bytes, format::EncodeHead(head));
+  return state.lake->store->Put(
+      versions::MetadataPrefix(state.table_key) + "/" + format::kHeadName, bytes);
 }
-
-}  // namespace
 
 void WriteHeadAsync(std::shared_ptr<const internal::TableState> state) {
   const settings::Resolver resolve(nullptr, nullptr, &state->metadata.properties);
@@ -221,8 +214,9 @@ void WriteHeadAsync(std::shared_ptr<const internal::TableState> state) {
     int64_t written = 0;
     while (state != nullptr) {
       if (state->version > written) {
-        const settings::Resolver of(nullptr, nullptr, &state->metadata.properties);
-        WriteHead(state, of.GetInt("head-inline-bytes").ValueOr(0));
+        // Best effort: a failure leaves the previous head, which readers
+        // find stale.
+        (void)WriteHead(*state);
         written = state->version;
       }
       std::lock_guard<std::mutex> lock(heads.heads_mu);

@@ -116,9 +116,13 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Publish(
     const format::TableMetadata& metadata);
 
 // The head of `state`'s version, built from its live files and last-value
-// index and put to metadata/timelake-head, in the background (Flush() waits).
-// Within head-inline-bytes it inlines the index (while its file fits), then
-// the footers the lake holds of the newest files. Best effort: a failure
+// index and put to metadata/timelake-head. Within head-inline-bytes it
+// inlines the index (while its file fits), then the footers the lake holds
+// of the newest files. Nothing when timelake.head-format is not "arrow".
+// Errors: those of listing the live files, reading the index and the put.
+arrow::Status WriteHead(const internal::TableState& state);
+
+// WriteHead in the background (Flush() waits), best effort: a failure
 // leaves the previous head, which readers then find stale.
 void WriteHeadAsync(std::shared_ptr<const internal::TableState> state);
 
@@ -148,6 +152,48 @@ inline bool HasLiveFiles(const format::ManifestFile& m) {
 arrow::Result<std::vector<format::ManifestFile>> LiveManifestsOf(
     const internal::TableState& table, const format::Snapshot& snapshot,
     const std::string& context);
+
+// Manifest merging, as Iceberg's writers do it (their table properties, with
+// our defaults): without it every append adds one manifest to the next
+// snapshot's list, and a table of 10,000 appends is planned (by us without a
+// current head object, by every other engine always, and by each commit's
+// head write) from 10,000 manifests. We read a snapshot's manifests one after
+// another, each a storage round trip, so our default count is lower than
+// Iceberg's 100: a snapshot carries at most about kDefaultManifestMergeCount
+// small manifests plus the full ones (target-size each), and a merge rewrites
+// at most target-size bytes of manifests, once every that many commits.
+inline constexpr int64_t kDefaultManifestMergeCount = 16;
+inline constexpr int64_t kDefaultManifestTargetBytes = 8 << 20;
+// `commit.manifest-merge.enabled` (default true),
+// `commit.manifest.min-count-to-merge` (default kDefaultManifestMergeCount),
+// `commit.manifest.target-size-bytes` (default kDefaultManifestTargetBytes).
+inline constexpr char kManifestMergeEnabled[] = "commit.manifest-merge.enabled";
+inline constexpr char kManifestMinCountToMerge[] = "commit.manifest.min-count-to-merge";
+inline constexpr char kManifestTargetSizeBytes[] = "commit.manifest.target-size-bytes";
+
+struct ManifestMergeRules {
+  bool enabled = true;
+  int64_t min_count = kDefaultManifestMergeCount;
+  int64_t target_bytes = kDefaultManifestTargetBytes;
+};
+// The rules of a table from its properties; malformed values count as
+// unset (they are Iceberg's keys, which other engines also read).
+ManifestMergeRules ManifestMergeRulesOf(const format::TableMetadata& metadata);
+
+// The manifests of a new snapshot `snapshot_id` (sequence number
+// `sequence_number`) with the small ones merged: when the list holds more
+// than `rules.min_count` manifests, the data manifests of the table's
+// current partition spec below `rules.target_bytes` after the first
+// `keep_first` (the snapshot's own new ones, which stay as written) are
+// packed in list order into bins of at most target bytes, and every bin of
+// two or more becomes one manifest of their live entries as EXISTING (with
+// their snapshot ids and sequence numbers), written for this attempt
+// (`attempt->written`). The list is returned unchanged otherwise. Errors:
+// kCorrupt (a manifest that does not parse), kStorage, both with `context`.
+arrow::Result<std::vector<format::ManifestFile>> MergeManifests(
+    const internal::TableState& base, std::vector<format::ManifestFile> manifests,
+    size_t keep_first, int64_t snapshot_id, int64_t sequence_number,
+    const ManifestMergeRules& rules, Attempt* attempt, const std::string& context);
 
 // A new manifest list key of the table for `snapshot_id`'s attempt
 // `attempt`: "…/metadata/snap-<id>-<attempt>-<uuid>.avro".

@@ -353,5 +353,128 @@ TEST_F(TransactionTest, FormatVersionDecidesWhatOpensAndWhatCommits) {
   }
 }
 
+// Every entry point that opens a table for reading or writing asks the rule,
+// in each of its cases. The lake is given format 1.2.0, so that a read-only
+// newer minor exists (this build's 0.3.0 has none); tables are tagged as
+// another Timelake would have, or left untagged (0.1.0).
+TEST_F(TransactionTest, FormatVersionAtEveryEntryPoint) {
+  state()->format_version = "1.2.0";
+  struct Case {
+    std::string version;  // "": untagged
+    bool read, write;
+  };
+  const std::vector<Case> cases = {
+      {"1.2.0", true, true},    // the same
+      {"1.2.7", true, true},    // a newer patch
+      {"1.1.0", true, true},    // older
+      {"", true, true},         // untagged: 0.1.0
+      {"1.3.0", true, false},   // a newer minor: read only
+      {"2.0.0", false, false},  // a newer major
+  };
+  auto schema = arrow::schema(
+      {arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+       arrow::field("v", arrow::int64())});
+  TableOptions ts;
+  ts.time_column = "time";
+  // Queries check for a newer version every time: they meet the tagged one.
+  ts.properties = {{"timelake.version-check-interval", "0s"}};
+  auto batch = [&](int64_t v) {
+    arrow::TimestampBuilder t(schema->field(0)->type(), arrow::default_memory_pool());
+    arrow::Int64Builder values;
+    EXPECT_TRUE(t.Append(1767225600000000 + v).ok());
+    EXPECT_TRUE(values.Append(v).ok());
+    return arrow::RecordBatch::Make(
+        schema, 1, {t.Finish().ValueOrDie(), values.Finish().ValueOrDie()});
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE("table format '" + c.version + "'");
+    const std::string name = "ns.e" + std::to_string(n++);
+    TL_ASSERT_OK_AND_ASSIGN(auto created, lake_->CreateTable(name, *schema, ts));
+    EXPECT_EQ(created.properties().at("timelake.format-version"), "1.2.0");
+    TL_ASSERT_OK_AND_ASSIGN(auto appended, created.Append({batch(1)}));
+    const auto parsed = TableName::Parse(name).ValueOrDie();
+    TL_ASSERT_OK_AND_ASSIGN(auto base, internal::LoadTableState(state(), parsed));
+    format::TableMetadata tagged = base->metadata;
+    if (c.version.empty()) {
+      tagged.properties.erase("timelake.format-version");
+    } else {
+      tagged.properties["timelake.format-version"] = c.version;
+    }
+    PutNext(*base, tagged);
+    Flush();
+    auto before = store().List(base->table_key + "/", /*delimiter=*/false);
+    ASSERT_TRUE(before.ok());
+
+    const std::string shown = c.version.empty() ? "0.1.0" : c.version;
+    const std::string prefix = "table " + name + " has Timelake format " + shown +
+                               ", written by a newer Timelake than this build (format " +
+                               "1.2.0), which ";
+    const std::string no_read = prefix + "cannot read it: upgrade Timelake";
+    const std::string no_write =
+        prefix + "reads it but does not write it: upgrade Timelake to write to it";
+    auto check = [&](const arrow::Status& st, bool allowed, const std::string& message,
+                     const char* what) {
+      SCOPED_TRACE(what);
+      if (allowed) {
+        EXPECT_TRUE(st.ok()) << st.ToString();
+        return;
+      }
+      EXPECT_EQ(KindOf(st), ErrorKind::kUnsupported) << st.ToString();
+      EXPECT_NE(st.message().find(message), std::string::npos) << st.ToString();
+    };
+    // Reading: loading, a query, the newest rows.
+    auto loaded = lake_->LoadTable(name);
+    check(loaded.status(), c.read, no_read, "LoadTable");
+    Session session(*lake_);
+    check(session.Sql("SELECT count(*) FROM " + name).status(), c.read, no_read, "Sql");
+    check(session.Latest(name).status(), c.read, no_read, "Latest");
+    if (!c.read) {
+      // Writes need a loaded table: the stale handle's append loses the race
+      // to the tagged version, reloads and stops there.
+      check(appended.first.Append({batch(2)}).status(), false, no_read, "Append");
+      Flush();
+      auto after = store().List(base->table_key + "/", /*delimiter=*/false);
+      ASSERT_TRUE(after.ok());
+      EXPECT_EQ(after->objects.size(), before->objects.size());
+      continue;
+    }
+    const Table table = *loaded;
+    const std::string& refusal = no_write;
+    // Writing, every kind of it; a refused one leaves storage as it was.
+    check(table.Append({batch(2)}).status(), c.write, refusal, "Append");
+    check(table.SetProperties({{"timelake.retention", "30d"}}).status(), c.write, refusal,
+          "SetProperties");
+    check(table.EvolveSchema({SchemaChange::AddColumn("extra", arrow::utf8())}).status(),
+          c.write, refusal, "EvolveSchema");
+    check(table.Delete("v = 1").status(), c.write, refusal, "Delete");
+    MaintainOptions maintain;
+    maintain.orphan_age = std::chrono::milliseconds(0);
+    check(table.Maintain(maintain).status(), c.write, refusal, "Maintain");
+    check(table.Rollback(*appended.first.current_snapshot_id()).status(), c.write,
+          refusal, "Rollback");
+    UpgradeOptions dry;
+    dry.dry_run = true;
+    auto upgraded = table.Upgrade(dry);
+    check(upgraded.status(), c.write, refusal, "Upgrade");
+    if (c.write) {
+      // An older or untagged table is recorded at this format; a newer
+      // patch keeps its own.
+      const bool older = c.version.empty() || c.version == "1.1.0";
+      bool records = false;
+      for (const auto& step : upgraded->second.steps) {
+        records = records || step.kind == UpgradeStep::Kind::kRecordFormatVersion;
+      }
+      EXPECT_EQ(records, older);
+      EXPECT_EQ(upgraded->second.to_format, older ? "1.2.0" : c.version);
+      continue;
+    }
+    Flush();
+    auto after = store().List(base->table_key + "/", /*delimiter=*/false);
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(after->objects.size(), before->objects.size());
+  }
+}
+
 }  // namespace
 }  // namespace timelake::commit

@@ -249,6 +249,132 @@ arrow::Result<std::shared_ptr<arrow::Schema>> IcebergToArrow(const json& schema)
   return arrow::schema(fields);
 }
 
+bool IsWidening(const std::string& from, const std::string& to) {
+  if (from == "int" && to == "long") return true;
+  if (from == "float" && to == "double") return true;
+  int p1 = 0, s1 = 0, p2 = 0, s2 = 0;
+  if (std::sscanf(from.c_str(), "decimal(%d, %d)", &p1, &s1) == 2 ||
+      std::sscanf(from.c_str(), "decimal(%d,%d)", &p1, &s1) == 2) {
+    if (std::sscanf(to.c_str(), "decimal(%d, %d)", &p2, &s2) == 2 ||
+        std::sscanf(to.c_str(), "decimal(%d,%d)", &p2, &s2) == 2) {
+      return s1 == s2 && p2 > p1;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+std::string Describe(const SchemaChange& c) {
+  switch (c.kind) {
+    case SchemaChange::Kind::kAddColumn:
+      return "adding column '" + c.column + "'";
+    case SchemaChange::Kind::kRenameColumn:
+      return "renaming column '" + c.column + "' to '" + c.new_name + "'";
+    case SchemaChange::Kind::kWidenColumn:
+      return "widening column '" + c.column + "'";
+  }
+  return "changing column '" + c.column + "'";
+}
+
+}  // namespace
+
+arrow::Result<json> EvolveSchema(const json& schema,
+                                 const std::vector<SchemaChange>& changes,
+                                 const std::map<std::string, std::string>& fixed,
+                                 int schema_id, int* last_column_id) {
+  if (!schema.is_object() || !schema.contains("fields") || !schema["fields"].is_array()) {
+    return Corrupt("Iceberg schema without fields: " + schema.dump().substr(0, 200));
+  }
+  json out = schema;
+  out["schema-id"] = schema_id;
+  json& fields = out["fields"];
+  auto find = [&](const std::string& name) -> json* {
+    for (auto& f : fields) {
+      if (f.is_object() && f.value("name", "") == name) return &f;
+    }
+    return nullptr;
+  };
+  // Fixed columns by field id, so that a rename earlier in the list does
+  // not free them.
+  std::map<int, std::string> fixed_ids;
+  for (const auto& [name, why] : fixed) {
+    if (const json* f = find(name)) fixed_ids[GetInt<int>(f->at("id"))] = why;
+  }
+  auto why_fixed = [&](const json& f) -> std::optional<std::string> {
+    auto it = fixed_ids.find(GetInt<int>(f.at("id")));
+    if (it == fixed_ids.end()) return std::nullopt;
+    return it->second;
+  };
+  try {
+    for (const auto& c : changes) {
+      const std::string what = Describe(c);
+      if (c.column.empty()) return Invalid(what + ": no column name");
+      switch (c.kind) {
+        case SchemaChange::Kind::kAddColumn: {
+          if (find(c.column) != nullptr) {
+            return Invalid(what + ": the table has a column '" + c.column + "' already");
+          }
+          if (c.type == nullptr) return Invalid(what + ": no type");
+          if (c.type->num_fields() > 0) {
+            return Invalid(what + ": type " + c.type->ToString() +
+                           " is nested; only columns of a primitive type can be added");
+          }
+          auto type = IcebergTypeName(*c.type);
+          if (!type.ok()) return Invalid(what + ": " + type.status().message());
+          *last_column_id += 1;
+          fields.push_back({{"id", *last_column_id},
+                            {"name", c.column},
+                            {"required", false},
+                            {"type", *type}});
+          break;
+        }
+        case SchemaChange::Kind::kRenameColumn: {
+          json* f = find(c.column);
+          if (f == nullptr) return Invalid(what + ": the table has no such column");
+          if (c.new_name.empty()) return Invalid(what + ": no new name");
+          if (c.new_name == c.column) return Invalid(what + ": the name is the same");
+          if (find(c.new_name) != nullptr) {
+            return Invalid(what + ": the table has a column '" + c.new_name +
+                           "' already");
+          }
+          if (auto why = why_fixed(*f)) {
+            return Invalid(what + ": it is " + *why + ", which the table's " +
+                           "timelake.* properties name; it keeps its name");
+          }
+          (*f)["name"] = c.new_name;
+          break;
+        }
+        case SchemaChange::Kind::kWidenColumn: {
+          json* f = find(c.column);
+          if (f == nullptr) return Invalid(what + ": the table has no such column");
+          if (c.type == nullptr) return Invalid(what + ": no type");
+          if (auto why = why_fixed(*f)) {
+            return Invalid(what + ": it is " + *why + ", whose type is fixed");
+          }
+          if (!f->at("type").is_string()) {
+            return Invalid(what + ": it is a nested column; only int, float and " +
+                           "decimal columns can be widened");
+          }
+          const std::string from = f->at("type").get<std::string>();
+          auto to = IcebergTypeName(*c.type);
+          if (!to.ok()) return Invalid(what + ": " + to.status().message());
+          if (!IsWidening(from, *to)) {
+            return Invalid(what + " from " + from + " to " + *to +
+                           ": not a widening Iceberg allows (int to long, float to " +
+                           "double, decimal(P, S) to a larger precision P)");
+          }
+          (*f)["type"] = *to;
+          break;
+        }
+      }
+    }
+  } catch (const json::exception& e) {
+    return Corrupt(std::string("malformed Iceberg schema: ") + e.what());
+  }
+  return out;
+}
+
 arrow::Result<json> ArrowToIceberg(const arrow::Schema& schema, int schema_id,
                                    int* last_column_id) {
   IdAssigner ids(0);

@@ -7,14 +7,17 @@
 #ifndef TIMELAKE_FORMAT_SCHEMA_H_
 #define TIMELAKE_FORMAT_SCHEMA_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
 
 #include "timelake/status.h"
+#include "timelake/timelake.h"
 
 namespace timelake::format {
 
@@ -42,6 +45,22 @@ arrow::Result<std::string> IcebergTypeName(const arrow::DataType& type);
 
 // The field id of an Arrow field (from its metadata), if any.
 std::optional<int> FieldId(const arrow::Field& field);
+
+// Whether an Iceberg type may be promoted to another (Iceberg v2's rules):
+// int to long, float to double, decimal(P, S) to decimal(P2, S) with P2 > P.
+bool IsWidening(const std::string& from, const std::string& to);
+
+// `schema` (an Iceberg schema object) after `changes`, applied in order, as
+// a new schema with id `schema_id`; fields keep their ids, an added column
+// (optional, at the end) takes *last_column_id + 1, which is updated. Only
+// top-level columns change. `fixed` names the columns whose name and type
+// stay, each with why ("the time column"). Errors: kInvalid naming the
+// change and the column: an unknown column, a name taken already, an empty
+// name, a type Iceberg cannot hold or a nested one, a type change that is
+// not a widening, a change of a fixed column; nothing is changed then.
+arrow::Result<nlohmann::json> EvolveSchema(
+    const nlohmann::json& schema, const std::vector<SchemaChange>& changes,
+    const std::map<std::string, std::string>& fixed, int schema_id, int* last_column_id);
 
 }  // namespace timelake::format
 

@@ -48,6 +48,8 @@ arrow::Result<Snapshot> ParseSnapshot(const json& s) {
   return out;
 }
 
+}  // namespace
+
 json SnapshotToJson(const Snapshot& s) {
   json out = s.extra;
   out["snapshot-id"] = s.snapshot_id;
@@ -62,7 +64,14 @@ json SnapshotToJson(const Snapshot& s) {
   return out;
 }
 
-}  // namespace
+arrow::Result<Snapshot> SnapshotFromJson(const json& snapshot) {
+  try {
+    if (!snapshot.is_object()) return Corrupt("a snapshot is not a JSON object");
+    return ParseSnapshot(snapshot);
+  } catch (const json::exception& e) {
+    return Corrupt(std::string("malformed snapshot: ") + e.what());
+  }
+}
 
 const json& TableMetadata::CurrentSchema() const {
   for (const auto& s : doc.at("schemas")) {
@@ -83,6 +92,45 @@ const Snapshot* TableMetadata::FindSnapshot(int64_t id) const {
     if (s.snapshot_id == id) return &s;
   }
   return nullptr;
+}
+
+const json* TableMetadata::FindSchema(int schema_id) const {
+  auto it = doc.find("schemas");
+  if (it == doc.end() || !it->is_array()) return nullptr;
+  for (const auto& s : *it) {
+    if (s.is_object() && GetInt<int>(s, "schema-id", 0) == schema_id) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> TableMetadata::History() const {
+  std::vector<int64_t> out;
+  for (const Snapshot* s = CurrentSnapshot(); s != nullptr;
+       s = s->parent_snapshot_id ? FindSnapshot(*s->parent_snapshot_id) : nullptr) {
+    if (std::find(out.begin(), out.end(), s->snapshot_id) != out.end()) break;  // a cycle
+    out.push_back(s->snapshot_id);
+  }
+  return out;
+}
+
+std::optional<int64_t> TableMetadata::SnapshotAsOf(int64_t timestamp_ms) const {
+  auto log = doc.find("snapshot-log");
+  if (log != doc.end() && log->is_array() && !log->empty()) {
+    // Entries are in commit order; the newest at or before the time wins.
+    std::optional<int64_t> found;
+    for (const auto& e : *log) {
+      if (!e.is_object() || !e.contains("snapshot-id") || !e.contains("timestamp-ms") ||
+          !e["snapshot-id"].is_number_integer() || !e["timestamp-ms"].is_number_integer())
+        continue;
+      if (e["timestamp-ms"].get<int64_t>() <= timestamp_ms)
+        found = e["snapshot-id"].get<int64_t>();
+    }
+    return found;
+  }
+  for (int64_t id : History()) {
+    if (FindSnapshot(id)->timestamp_ms <= timestamp_ms) return id;
+  }
+  return std::nullopt;
 }
 
 const Snapshot* TableMetadata::CurrentSnapshot() const {

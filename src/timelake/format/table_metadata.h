@@ -67,6 +67,17 @@ struct TableMetadata {
   const PartitionSpec& DefaultSpec() const;
   const Snapshot* CurrentSnapshot() const;
   const Snapshot* FindSnapshot(int64_t id) const;
+  // The schema (the JSON object) with `schema_id`, or nullptr.
+  const nlohmann::json* FindSchema(int schema_id) const;
+  // The ids of the current snapshot and its ancestors that the metadata
+  // still holds (empty without a current snapshot). Snapshots a rollback
+  // left behind are not among them.
+  std::vector<int64_t> History() const;
+  // The snapshot that was current at `timestamp_ms` (inclusive), as the
+  // snapshot log records it (rollbacks included); without a log, the newest
+  // snapshot of History() committed at or before it. nullopt when the table
+  // had none then. The id may name a snapshot that has expired since.
+  std::optional<int64_t> SnapshotAsOf(int64_t timestamp_ms) const;
 
   // Appends a snapshot, makes it current (main branch), logs it and bumps the
   // sequence number and update time.
@@ -88,6 +99,13 @@ struct TableMetadata {
   static arrow::Result<TableMetadata> Parse(std::string_view text, std::string_view what);
 };
 
+// A snapshot from its JSON object in table metadata (or a REST add-snapshot
+// update), keys not modelled kept in `extra`; and back. Errors: kCorrupt for
+// a malformed snapshot (what does not fit named), kUnsupported for v1
+// inline manifests.
+arrow::Result<Snapshot> SnapshotFromJson(const nlohmann::json& snapshot);
+nlohmann::json SnapshotToJson(const Snapshot& snapshot);
+
 // Standard Iceberg snapshot summary keys Timelake maintains.
 namespace summary {
 inline constexpr char kOperation[] = "operation";
@@ -105,6 +123,10 @@ inline constexpr char kTotalPositionDeletes[] = "total-position-deletes";
 inline constexpr char kTotalEqualityDeletes[] = "total-equality-deletes";
 inline constexpr char kBatchId[] = "timelake.batch-id";
 inline constexpr char kLastValueIndex[] = "timelake.last-value-index";
+// On a rollup table's snapshots: the raw table's snapshot and sequence
+// number whose rows it reflects (Timelake 0.7's keys).
+inline constexpr char kRollupSourceSnapshot[] = "timelake.rollup-source-snapshot";
+inline constexpr char kRollupSourceSequence[] = "timelake.rollup-source-sequence";
 }  // namespace summary
 
 // Reads an integer summary value (0 when absent or malformed).

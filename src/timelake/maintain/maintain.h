@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -89,10 +90,13 @@ std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
                                 const std::set<std::optional<int32_t>>& partitions);
 
 // Whether a partition's files need a full rewrite: a file not sorted by the
-// table's sort order, more files than its bytes need, or (dedup tables)
-// files that may share keys.
+// table's sort order, a file written before a column was renamed (Timelake
+// 0.7 reads columns by name), more files than its bytes need, or (dedup
+// tables) files that may share keys. `why`, when given, receives the reasons, e.g.
+// "3 unsorted, 4 files where 1 suffices".
 bool NeedsRewrite(const std::vector<const format::LiveFile*>& files,
-                  const TableState& table, const MaintainRules& rules);
+                  const TableState& table, const MaintainRules& rules,
+                  std::string* why = nullptr);
 
 // Full rewrites of every partition that needs one (Table::Maintain), or of
 // the cold ones only: those whose end lies compact_cold_after before the
@@ -120,6 +124,14 @@ struct Replacement {
   // Per file of `added` when not empty (a delete rewrites files of several
   // commits in one): their data sequence numbers.
   std::vector<int64_t> added_sequence_numbers;
+  // A data sequence number that stands for the new snapshot's own: rows
+  // that are new (a rollup refresh's) rank above every older row.
+  static constexpr int64_t kCommitSequence = -1;
+  // Summary entries of the new snapshot besides the counters (a rollup
+  // refresh records its source snapshot). A rollup table's
+  // timelake.rollup-source-* entries are carried over from the parent when
+  // not given here: compaction and deletes do not change what it reflects.
+  std::map<std::string, std::string> summary;
   // The new last-value index (nullptr: keep the parent's).
   std::shared_ptr<arrow::RecordBatch> index;
   bool drop_index = false;  // the new snapshot has no index
@@ -147,6 +159,16 @@ arrow::Result<std::shared_ptr<const TableState>> RunRetention(
 arrow::Result<std::shared_ptr<const TableState>> RunRewrite(
     std::shared_ptr<const TableState> table, const Rewrite& rewrite,
     const MaintainRules& rules, const StepOptions& options, MaintainReport* report);
+
+// Table::Maintain's compaction: passes of PlanFull over every partition and
+// RunRewrite of each job, until no partition was split by the merge budget
+// (each pass merges the previous one's outputs; a few passes for any size).
+// `rewritten`, when set, is told each rewrite committed and the version it
+// made.
+arrow::Result<std::shared_ptr<const TableState>> RunCompaction(
+    std::shared_ptr<const TableState> table, const MaintainRules& rules,
+    const StepOptions& options, MaintainReport* report,
+    const std::function<void(const Rewrite&, const TableState&)>& rewritten = {});
 
 arrow::Result<std::shared_ptr<const TableState>> RunExpiry(
     std::shared_ptr<const TableState> table, const MaintainRules& rules, size_t min_batch,

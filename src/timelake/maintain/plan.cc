@@ -162,31 +162,80 @@ std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
   return out;
 }
 
+namespace {
+
+// Whether `file` was written in a schema in which a column of the current
+// schema had another name (before a rename). We read it by field id, but
+// Timelake 0.7 finds a file's columns by name and reads such a column as
+// null there until the file is rewritten in the current schema. Unknown
+// (the adding snapshot expired, or recorded no schema): no.
+bool WrittenBeforeRename(const format::LiveFile& file, const TableState& table) {
+  const auto& m = table.metadata;
+  const auto* snapshot = m.FindSnapshot(file.snapshot_id);
+  if (snapshot == nullptr || !snapshot->schema_id ||
+      *snapshot->schema_id == m.current_schema_id) {
+    return false;
+  }
+  const auto* then = m.FindSchema(*snapshot->schema_id);
+  if (then == nullptr || !then->contains("fields")) return false;
+  std::map<int, std::string> names;
+  for (const auto& f : (*then)["fields"]) {
+    names[f.value("id", 0)] = f.value("name", "");
+  }
+  for (const auto& f : m.CurrentSchema()["fields"]) {
+    auto it = names.find(f.value("id", 0));
+    if (it != names.end() && it->second != f.value("name", "")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool NeedsRewrite(const std::vector<const format::LiveFile*>& files,
-                  const TableState& table, const MaintainRules& rules) {
+                  const TableState& table, const MaintainRules& rules, std::string* why) {
   if (files.empty()) return false;
   const int64_t sort_order = table.metadata.doc.value("default-sort-order-id", 0);
   int64_t bytes = 0;
+  int64_t unsorted = 0;
+  int64_t renamed = 0;
   for (const auto* f : files) {
     bytes += f->data_file.file_size_in_bytes;
     if (table.contract.time_column && sort_order != 0 &&
         f->data_file.sort_order_id != sort_order) {
-      return true;  // another engine's file, maybe unsorted
+      ++unsorted;  // another engine's file, maybe unsorted
+      if (why == nullptr) return true;
+    }
+    if (WrittenBeforeRename(*f, table)) {
+      ++renamed;
+      if (why == nullptr) return true;
     }
   }
+  std::vector<std::string> reasons;
+  if (unsorted > 0) reasons.push_back(std::to_string(unsorted) + " unsorted");
+  if (renamed > 0)
+    reasons.push_back(std::to_string(renamed) + " written before a rename");
   const int64_t needed =
       std::max<int64_t>(1, (bytes + rules.target_bytes - 1) / rules.target_bytes);
-  if (static_cast<int64_t>(files.size()) > needed) return true;
-  if (table.contract.dedup && table.contract.time_column && files.size() > 1) {
+  if (static_cast<int64_t>(files.size()) > needed) {
+    if (why == nullptr) return true;
+    reasons.push_back(std::to_string(files.size()) + " files where " +
+                      std::to_string(needed) + (needed == 1 ? " suffices" : " suffice"));
+  }
+  if (reasons.empty() && table.contract.dedup && table.contract.time_column &&
+      files.size() > 1) {
     std::vector<const format::DataFile*> data;
     for (const auto* f : files) data.push_back(&f->data_file);
     if (!read::KeyOverlapGroups(data, table.contract.series_key,
                                 *table.contract.time_column, *table.schema)
              .empty()) {
-      return true;
+      reasons.push_back("files that may share keys");
     }
   }
-  return false;
+  if (why != nullptr) {
+    why->clear();
+    for (const auto& r : reasons) *why += (why->empty() ? "" : ", ") + r;
+  }
+  return !reasons.empty();
 }
 
 std::vector<Rewrite> PlanFull(const std::vector<format::LiveFile>& files,

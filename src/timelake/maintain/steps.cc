@@ -103,7 +103,9 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
   auto& written = attempt->written;
   const auto& bm = base.metadata;
   const format::Snapshot* parent = bm.CurrentSnapshot();
-  if (parent == nullptr)
+  // Only new files can go into a table without a snapshot (a rollup's
+  // first refresh).
+  if (parent == nullptr && !change.removed.empty())
     return Conflict(context + ": the table has no snapshot any more");
   if (bm.DefaultSpec().spec_id != mopts.partition_spec_id ||
       bm.current_schema_id != mopts.schema_id) {
@@ -112,8 +114,11 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
                     "maintain again");
   }
   const int64_t seq = bm.last_sequence_number + 1;
-  TIMELAKE_ASSIGN_OR_RAISE(auto parent_manifests,
-                           commit::LiveManifestsOf(base, *parent, context));
+  std::vector<format::ManifestFile> parent_manifests;
+  if (parent != nullptr) {
+    TIMELAKE_ASSIGN_OR_RAISE(parent_manifests,
+                             commit::LiveManifestsOf(base, *parent, context));
+  }
   // Manifests that list none of the removed files stay as they are; the
   // others are rewritten: their other live files as EXISTING entries, the
   // removed ones as DELETED entries of the new snapshot.
@@ -194,15 +199,23 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
     e.sequence_number = i < change.added_sequence_numbers.size()
                             ? change.added_sequence_numbers[i]
                             : change.added_sequence_number;
+    if (e.sequence_number == Replacement::kCommitSequence) e.sequence_number = seq;
     added.push_back(std::move(e));
   }
   arrow::Status st = write_manifest(added, "added-m");
   if (st.ok()) st = write_manifest(existing, "existing-m");
   if (st.ok()) st = write_manifest(deleted, "deleted-m");
   if (!st.ok()) return WithContext(st, context);
+  const size_t own = manifests.size();
   manifests.insert(manifests.end(), kept.begin(), kept.end());
+  TIMELAKE_ASSIGN_OR_RAISE(
+      manifests,
+      commit::MergeManifests(base, std::move(manifests), own, snapshot_id, seq,
+                             commit::ManifestMergeRulesOf(bm), attempt, context));
 
-  auto list = format::WriteManifestList(snapshot_id, parent->snapshot_id, seq, manifests);
+  const std::optional<int64_t> parent_id =
+      parent != nullptr ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt;
+  auto list = format::WriteManifestList(snapshot_id, parent_id, seq, manifests);
   if (!list.ok()) return WithContext(list.status(), context);
   const std::string new_list_key = commit::ManifestListKey(
       base.table_key, snapshot_id, attempt->number, NewUuidV7(now));
@@ -215,12 +228,14 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
   format::TableMetadata next = bm;
   format::Snapshot snap;
   snap.snapshot_id = snapshot_id;
-  snap.parent_snapshot_id = parent->snapshot_id;
+  snap.parent_snapshot_id = parent_id;
   snap.sequence_number = seq;
   snap.timestamp_ms = std::max(ToMillis(lake.clock->Now()), bm.last_updated_ms);
   snap.manifest_list = store.Uri(new_list_key);
   snap.schema_id = bm.current_schema_id;
-  auto total = [&](const char* key) { return format::SummaryInt(*parent, key); };
+  auto total = [&](const char* key) -> int64_t {
+    return parent != nullptr ? format::SummaryInt(*parent, key) : 0;
+  };
   snap.summary = {
       {format::summary::kOperation, change.operation},
       {format::summary::kAddedDataFiles, std::to_string(change.added.size())},
@@ -243,6 +258,16 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
       {format::summary::kTotalPositionDeletes, "0"},
       {format::summary::kTotalEqualityDeletes, "0"},
   };
+  for (const auto& [key, value] : change.summary) snap.summary[key] = value;
+  if (parent != nullptr) {
+    for (const char* key : {format::summary::kRollupSourceSnapshot,
+                            format::summary::kRollupSourceSequence}) {
+      auto it = parent->summary.find(key);
+      if (it != parent->summary.end() && !snap.summary.count(key)) {
+        snap.summary[key] = it->second;
+      }
+    }
+  }
   std::shared_ptr<arrow::RecordBatch> index = change.index;
   bool drop_index = change.drop_index;
   if (change.index_at) {
@@ -256,7 +281,7 @@ arrow::Result<std::optional<format::TableMetadata>> ReplaceChange::Rebase(
     if (!key.ok()) return WithContext(key.status(), context);
     written.push_back(*key);
     snap.summary[kLastValueIndexKey] = store.Uri(*key);
-  } else if (!drop_index) {
+  } else if (!drop_index && parent != nullptr) {
     // The rows' newest values are unchanged: the parent's index holds.
     if (auto uri = LviUri(*parent)) snap.summary[kLastValueIndexKey] = *uri;
   }
@@ -409,6 +434,29 @@ arrow::Result<std::shared_ptr<const TableState>> RunRewrite(
                         " files -> " + std::to_string(written_files) + ", " +
                         std::to_string(out_rows) + " rows (" +
                         std::to_string(rows - out_rows) + " duplicates removed)");
+  return table;
+}
+
+arrow::Result<std::shared_ptr<const TableState>> RunCompaction(
+    std::shared_ptr<const TableState> table, const MaintainRules& rules,
+    const StepOptions& options, MaintainReport* report,
+    const std::function<void(const Rewrite&, const TableState&)>& rewritten) {
+  std::optional<std::set<std::optional<int32_t>>> again;
+  for (int pass = 0; pass < 8 && (!again || !again->empty()); ++pass) {
+    TIMELAKE_ASSIGN_OR_RAISE(auto files, ListLiveFiles(*table));
+    if (again) {
+      std::erase_if(files, [&](const format::LiveFile& f) {
+        return !again->count(PartitionValueOf(f));
+      });
+    }
+    again.emplace();
+    for (const auto& job :
+         PlanFull(files, *table, rules, /*cold_only=*/false, SIZE_MAX)) {
+      TIMELAKE_ASSIGN_OR_RAISE(table, RunRewrite(table, job, rules, options, report));
+      if (rewritten) rewritten(job, *table);
+      if (job.partial) again->insert(job.partition);
+    }
+  }
   return table;
 }
 

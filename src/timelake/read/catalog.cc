@@ -20,7 +20,9 @@
 #include "timelake/format/manifest.h"
 #include "timelake/format/schema.h"
 #include "timelake/read/prune.h"
+#include "timelake/read/rollups.h"
 #include "timelake/settings.h"
+#include "timelake/settings/contract.h"
 #include "timelake/write/lvi.h"
 
 namespace timelake::read {
@@ -47,6 +49,7 @@ struct CatalogContext {
   };
   std::mutex mu;
   std::map<std::string, Loaded> loaded;
+  std::shared_ptr<const internal::TableState> version;
 };
 
 bool TraceScans() {
@@ -68,12 +71,23 @@ int Fail(TlSink* sink, const arrow::Status& st) {
   return kErrorCode;
 }
 
-// The "last_values" member of a plan_scan request, if it has one.
-std::optional<json> LastValuesRequest(const char* request) {
+// The `member` of a plan_scan request, if it has one.
+std::optional<json> RequestMember(const char* request, const char* member) {
   if (request == nullptr) return std::nullopt;
   json parsed = json::parse(request, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object() || !parsed.contains("last_values")) return std::nullopt;
-  return parsed["last_values"];
+  if (!parsed.is_object() || !parsed.contains(member)) return std::nullopt;
+  return parsed[member];
+}
+
+// The session settings of a plan_scan request.
+std::map<std::string, std::string> RequestSettings(const char* request) {
+  std::map<std::string, std::string> out;
+  auto settings = RequestMember(request, "settings");
+  if (!settings || !settings->is_object()) return out;
+  for (const auto& [k, v] : settings->items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
 }
 
 arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* ctx,
@@ -84,6 +98,7 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
   if (ctx->pinned != nullptr && ctx->pinned->table->name == name) {
     return ctx->pinned->table;
   }
+  if (ctx->version != nullptr && ctx->version->name == name) return ctx->version;
   if (auto cached = ctx->lake->tables.Fresh(name, ctx->lake->clock->Now())) {
     std::lock_guard<std::mutex> lock(ctx->mu);
     auto& slot = ctx->loaded[name.ToString()];
@@ -95,6 +110,66 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
     return slot.state;
   }
   return internal::LoadTableStateForRead(ctx->lake, name);
+}
+
+// The snapshot a plan_scan request reads (time travel), if it names one.
+std::optional<int64_t> RequestedSnapshot(const char* request) {
+  if (request == nullptr) return std::nullopt;
+  json parsed = json::parse(request, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("snapshot_id") ||
+      !parsed["snapshot_id"].is_number_integer()) {
+    return std::nullopt;
+  }
+  return parsed["snapshot_id"].get<int64_t>();
+}
+
+// The snapshots of a table as the SQL function snapshots(table) lists them.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> SnapshotRows(
+    const internal::TableState& table) {
+  arrow::Int64Builder id, parent, seq, rows, files;
+  arrow::TimestampBuilder at(arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone),
+                             arrow::default_memory_pool());
+  arrow::StringBuilder operation, batch_id;
+  arrow::BooleanBuilder current, in_history;
+  for (const auto& s : internal::SnapshotsOf(table.metadata)) {
+    TIMELAKE_RETURN_NOT_OK(id.Append(s.snapshot_id));
+    TIMELAKE_RETURN_NOT_OK(s.parent_id ? parent.Append(*s.parent_id)
+                                       : parent.AppendNull());
+    TIMELAKE_RETURN_NOT_OK(seq.Append(s.sequence_number));
+    TIMELAKE_RETURN_NOT_OK(at.Append(s.timestamp_ms * 1000));
+    TIMELAKE_RETURN_NOT_OK(operation.Append(s.operation));
+    TIMELAKE_RETURN_NOT_OK(rows.Append(s.rows));
+    TIMELAKE_RETURN_NOT_OK(files.Append(s.files));
+    TIMELAKE_RETURN_NOT_OK(s.batch_id ? batch_id.Append(*s.batch_id)
+                                      : batch_id.AppendNull());
+    TIMELAKE_RETURN_NOT_OK(current.Append(s.current));
+    TIMELAKE_RETURN_NOT_OK(in_history.Append(s.in_history));
+  }
+  std::vector<std::shared_ptr<arrow::Array>> columns(10);
+  TIMELAKE_RETURN_NOT_OK(id.Finish(&columns[0]));
+  TIMELAKE_RETURN_NOT_OK(parent.Finish(&columns[1]));
+  TIMELAKE_RETURN_NOT_OK(seq.Finish(&columns[2]));
+  TIMELAKE_RETURN_NOT_OK(at.Finish(&columns[3]));
+  TIMELAKE_RETURN_NOT_OK(operation.Finish(&columns[4]));
+  TIMELAKE_RETURN_NOT_OK(rows.Finish(&columns[5]));
+  TIMELAKE_RETURN_NOT_OK(files.Finish(&columns[6]));
+  TIMELAKE_RETURN_NOT_OK(batch_id.Finish(&columns[7]));
+  TIMELAKE_RETURN_NOT_OK(current.Finish(&columns[8]));
+  TIMELAKE_RETURN_NOT_OK(in_history.Finish(&columns[9]));
+  auto schema = arrow::schema({
+      arrow::field("snapshot_id", arrow::int64(), false),
+      arrow::field("parent_id", arrow::int64(), true),
+      arrow::field("sequence_number", arrow::int64(), false),
+      arrow::field("committed_at", columns[3]->type(), false),
+      arrow::field("operation", arrow::utf8(), false),
+      arrow::field("rows", arrow::int64(), false),
+      arrow::field("files", arrow::int64(), false),
+      arrow::field("batch_id", arrow::utf8(), true),
+      arrow::field("current", arrow::boolean(), false),
+      arrow::field("in_history", arrow::boolean(), false),
+  });
+  const int64_t n = columns[0]->length();
+  return arrow::RecordBatch::Make(std::move(schema), n, std::move(columns));
 }
 
 }  // namespace
@@ -192,6 +267,40 @@ MergeSpec MergeSpecOf(const internal::TableState& table, bool keep_all) {
   return spec;
 }
 
+// The columns of the table's default sort order, as far as they are plain
+// ascending, nulls-first columns (the order a data file flagged "sorted"
+// holds; the engine merges such files instead of sorting them).
+std::vector<std::string> SortColumns(const internal::TableState& table) {
+  std::vector<std::string> columns;
+  const auto& doc = table.metadata.doc;
+  const int64_t id = doc.value("default-sort-order-id", 0);
+  if (id == 0 || !doc.contains("sort-orders") || !doc["sort-orders"].is_array()) {
+    return columns;
+  }
+  for (const auto& order : doc["sort-orders"]) {
+    if (!order.is_object() || order.value("order-id", int64_t{-1}) != id ||
+        !order.contains("fields") || !order["fields"].is_array()) {
+      continue;
+    }
+    for (const auto& f : order["fields"]) {
+      if (!f.is_object() || f.value("transform", "") != "identity" ||
+          f.value("direction", "") != "asc" ||
+          f.value("null-order", "") != "nulls-first" || !f.contains("source-id") ||
+          !f["source-id"].is_number_integer()) {
+        break;
+      }
+      const int source = f["source-id"].get<int>();
+      std::string name;
+      for (const auto& field : table.schema->fields()) {
+        if (format::FieldId(*field) == source) name = field->name();
+      }
+      if (name.empty()) break;
+      columns.push_back(std::move(name));
+    }
+  }
+  return columns;
+}
+
 // The plan_scan answer: one row per file to read, in `files`' order, with the
 // merge group of each (`group[i]` < 0: read as it is). `spec` is set when a
 // group exists.
@@ -226,6 +335,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanBatch(
   TIMELAKE_RETURN_NOT_OK(rows.Finish(&columns[5]));
   auto metadata = std::make_shared<arrow::KeyValueMetadata>();
   metadata->Append("page.rows", std::to_string(table.contract.data_page_rows));
+  const auto sort_columns = SortColumns(table);
+  for (size_t i = 0; i < sort_columns.size(); ++i) {
+    metadata->Append("sort." + std::to_string(i), sort_columns[i]);
+  }
   if (spec != nullptr) {
     for (size_t i = 0; i < spec->keys.size(); ++i) {
       metadata->Append("dedup.key." + std::to_string(i), spec->keys[i]);
@@ -280,10 +393,12 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
     // whose newer version is elsewhere: pruning on a value column could drop
     // the newer version and resurrect the older one. Keys are safe.
     if (dedup) {
-      const bool key = f.column == *contract.time_column ||
-                       std::find(contract.series_key.begin(), contract.series_key.end(),
-                                 f.column) != contract.series_key.end();
-      return !key;
+      for (const auto& column : f.Columns()) {
+        const bool key = column == *contract.time_column ||
+                         std::find(contract.series_key.begin(), contract.series_key.end(),
+                                   column) != contract.series_key.end();
+        if (!key) return true;
+      }
     }
     return false;
   });
@@ -359,11 +474,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanPinnedScan(
   return PlanBatch(table, files, group, merge ? &spec : nullptr);
 }
 
-TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lake,
-                                        std::shared_ptr<ScanLog> log,
-                                        std::shared_ptr<const PinnedScan> pinned) {
+TlCatalogCallbacks MakeCatalogCallbacks(
+    std::shared_ptr<internal::LakeState> lake, std::shared_ptr<ScanLog> log,
+    std::shared_ptr<const PinnedScan> pinned,
+    std::shared_ptr<const internal::TableState> version) {
   TlCatalogCallbacks cb{};
-  cb.ctx = new CatalogContext{std::move(lake), std::move(log), std::move(pinned)};
+  cb.ctx = new CatalogContext{std::move(lake), std::move(log), std::move(pinned),
+                              std::move(version)};
   cb.list_schemas = [](void* raw, TlSink* out) -> int {
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto tables = internal::ListNamespacesOf(*ctx->lake);
@@ -397,8 +514,33 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
         return kNotFoundCode;
       return Fail(out, state.status());
     }
+    // For the engine (it takes them off): the time column, whether GROUP BY
+    // queries should ask for rollups, and the table's setting of how
+    // time-weighted means are planned (only when not the default "auto", so
+    // that the session's setting or auto applies).
+    const auto& table_state = **state;
+    std::vector<std::string> keys, values;
+    if (table_state.contract.time_column) {
+      keys.push_back("timelake.time-column");
+      values.push_back(*table_state.contract.time_column);
+    }
+    auto rollups = table_state.metadata.properties.find(internal::property::kRollups);
+    if (rollups != table_state.metadata.properties.end() && !rollups->second.empty()) {
+      keys.push_back("timelake.rollups");
+      values.push_back(rollups->second);
+    }
+    const settings::Resolver table_level(nullptr, nullptr,
+                                         &table_state.metadata.properties);
+    if (auto mode = table_level.Get("time-weighted-mean"); mode && *mode != "auto") {
+      keys.push_back("timelake.time_weighted_mean");
+      values.push_back(*mode);
+    }
+    auto arrow_schema = table_state.schema;
+    if (!keys.empty()) {
+      arrow_schema = arrow_schema->WithMetadata(arrow::key_value_metadata(keys, values));
+    }
     struct ArrowSchema c_schema;
-    auto st = arrow::ExportSchema(*(*state)->schema, &c_schema);
+    auto st = arrow::ExportSchema(*arrow_schema, &c_schema);
     if (!st.ok()) return Fail(out, st);
     tl_sink_set_schema(out, &c_schema);
     return kFound;
@@ -408,6 +550,11 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto state = Load(ctx, schema, table);
     if (!state.ok()) return Fail(out, state.status());
+    if (auto snapshot = RequestedSnapshot(request)) {
+      // Time travel: the same planning over the files of that snapshot.
+      state = internal::TableStateAt(**state, *snapshot);
+      if (!state.ok()) return Fail(out, state.status());
+    }
     // Both answers are rows moved to the engine as Arrow C data; an index
     // batch's buffers stay shared with the lake's cache (no copy).
     auto send = [out](const std::shared_ptr<arrow::RecordBatch>& rows) -> int {
@@ -423,7 +570,11 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
       if (!plan.ok()) return Fail(out, plan.status());
       return send(*plan);
     }
-    if (auto want = LastValuesRequest(request)) {
+    if (RequestMember(request, "rollups")) {
+      Write(out, RollupsAnswer(**state, RequestSettings(request)));
+      return kFound;
+    }
+    if (auto want = RequestMember(request, "last_values")) {
       // No batch: the index does not answer this request.
       auto rows = LastValueRows(**state, *want);
       return rows == nullptr ? kFound : send(rows);
@@ -433,6 +584,53 @@ TlCatalogCallbacks MakeCatalogCallbacks(std::shared_ptr<internal::LakeState> lak
     if (!plan.ok()) return Fail(out, plan.status());
     if (ctx->log != nullptr) ctx->log->Add(std::move(stats));
     return send(*plan);
+  };
+  cb.table_at = [](void* raw, const char* schema, const char* table, const char* at_json,
+                   TlSink* out) -> int {
+    auto state = Load(static_cast<CatalogContext*>(raw), schema, table);
+    if (!state.ok()) {
+      const auto kind = KindOf(state.status());
+      if (kind == ErrorKind::kNotFound || kind == ErrorKind::kInvalid)
+        return kNotFoundCode;
+      return Fail(out, state.status());
+    }
+    json at = json::parse(at_json ? at_json : "", nullptr, /*allow_exceptions=*/false);
+    arrow::Result<int64_t> id =
+        Invalid("a time travel request without a snapshot or time");
+    if (at.is_object() && at.contains("snapshot_id") &&
+        at["snapshot_id"].is_number_integer()) {
+      id = at["snapshot_id"].get<int64_t>();
+    } else if (at.is_object() && at.contains("timestamp_ms") &&
+               at["timestamp_ms"].is_number_integer()) {
+      id = internal::SnapshotIdAsOf(**state, at["timestamp_ms"].get<int64_t>());
+    }
+    if (!id.ok()) return Fail(out, id.status());
+    auto at_snapshot = internal::TableStateAt(**state, *id);
+    if (!at_snapshot.ok()) return Fail(out, at_snapshot.status());
+    struct ArrowSchema c_schema;
+    auto st = arrow::ExportSchema(*(*at_snapshot)->schema, &c_schema);
+    if (!st.ok()) return Fail(out, st);
+    tl_sink_set_schema(out, &c_schema);
+    Write(out, json{{"snapshot_id", *id}}.dump());
+    return kFound;
+  };
+  cb.list_snapshots = [](void* raw, const char* schema, const char* table,
+                         TlSink* out) -> int {
+    auto state = Load(static_cast<CatalogContext*>(raw), schema, table);
+    if (!state.ok()) {
+      const auto kind = KindOf(state.status());
+      if (kind == ErrorKind::kNotFound || kind == ErrorKind::kInvalid)
+        return kNotFoundCode;
+      return Fail(out, state.status());
+    }
+    auto rows = SnapshotRows(**state);
+    if (!rows.ok()) return Fail(out, rows.status());
+    struct ArrowSchema c_schema;
+    struct ArrowArray c_array;
+    auto st = arrow::ExportRecordBatch(**rows, &c_array, &c_schema);
+    if (!st.ok()) return Fail(out, st);
+    tl_sink_set_batch(out, &c_schema, &c_array);
+    return kFound;
   };
   cb.describe_settings = [](void*, TlSink* out) -> int {
     json list = json::array();

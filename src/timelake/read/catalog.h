@@ -73,11 +73,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanPinnedScan(
     const PinnedScan& pinned);
 
 // Callbacks for tl_session_new over `lake`; scans are recorded in `log`
-// when given; with `pinned`, its table is read as PinnedScan says. The
-// returned struct owns a context that its release callback frees.
+// when given; with `pinned`, its table is read as PinnedScan says; with
+// `version`, its table is read at that version, not the newest (a rollup
+// refresh reads the snapshot it records). The returned struct owns a
+// context that its release callback frees.
 TlCatalogCallbacks MakeCatalogCallbacks(
     std::shared_ptr<internal::LakeState> lake, std::shared_ptr<ScanLog> log = nullptr,
-    std::shared_ptr<const PinnedScan> pinned = nullptr);
+    std::shared_ptr<const PinnedScan> pinned = nullptr,
+    std::shared_ptr<const internal::TableState> version = nullptr);
 
 }  // namespace timelake::read
 

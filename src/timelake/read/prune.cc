@@ -106,6 +106,14 @@ bool KindFits(const arrow::DataType& type, const std::string& kind) {
 
 bool MayMatchOne(const format::DataFile& file, const Filter& f,
                  const arrow::Schema& schema) {
+  if (f.op == Filter::Op::kAny) {
+    for (const auto& group : f.any) {
+      bool all = true;
+      for (const auto& g : group) all = all && MayMatchOne(file, g, schema);
+      if (all) return true;
+    }
+    return f.any.empty();
+  }
   const auto field = schema.GetFieldByName(f.column);
   if (!field) return true;
   // Float columns fail KindFits on purpose: their bounds leave out NaN, which
@@ -171,12 +179,59 @@ bool MayMatchOne(const format::DataFile& file, const Filter& f,
 
 }  // namespace
 
+std::vector<std::string> Filter::Columns() const {
+  if (op != Op::kAny) return {column};
+  std::vector<std::string> out;
+  for (const auto& group : any) {
+    for (const auto& g : group) {
+      for (auto& c : g.Columns()) out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// One group of an "any" filter: every member understood, or nullopt (then
+// the group could match any file, and so could the "any").
+std::optional<std::vector<Filter>> ParseGroup(const nlohmann::json& group, int depth);
+
+std::optional<Filter> ParseAny(const nlohmann::json& f, int depth) {
+  // Nesting is bounded: a request is ours, but a deep one would be a bug.
+  if (depth > 8 || !f.contains("of") || !f["of"].is_array() || f["of"].empty()) {
+    return std::nullopt;
+  }
+  Filter any;
+  any.op = Filter::Op::kAny;
+  for (const auto& group : f["of"]) {
+    auto parsed = ParseGroup(group, depth + 1);
+    if (!parsed || parsed->empty()) return std::nullopt;
+    any.any.push_back(std::move(*parsed));
+  }
+  return any;
+}
+
+}  // namespace
+
 std::vector<Filter> ParseFilters(const nlohmann::json& request) {
   std::vector<Filter> out;
   if (!request.is_object() || !request.contains("filters") ||
       !request["filters"].is_array()) {
     return out;
   }
+  // The top level is a conjunction: a member not understood is dropped.
+  for (const auto& f : request["filters"]) {
+    auto one = ParseGroup(nlohmann::json::array({f}), 0);
+    if (one && one->size() == 1) out.push_back(std::move(one->front()));
+  }
+  return out;
+}
+
+namespace {
+
+std::optional<std::vector<Filter>> ParseGroup(const nlohmann::json& group, int depth) {
+  std::vector<Filter> out;
+  if (!group.is_array()) return std::nullopt;
   static const std::pair<const char*, Filter::Op> kOps[] = {
       {"eq", Filter::Op::kEq},
       {"ne", Filter::Op::kNe},
@@ -188,10 +243,16 @@ std::vector<Filter> ParseFilters(const nlohmann::json& request) {
       {"is_null", Filter::Op::kIsNull},
       {"is_not_null", Filter::Op::kIsNotNull},
   };
-  for (const auto& f : request["filters"]) {
+  for (const auto& f : group) {
+    if (f.is_object() && f.contains("op") && f["op"] == "any") {
+      auto any = ParseAny(f, depth);
+      if (!any) return std::nullopt;
+      out.push_back(std::move(*any));
+      continue;
+    }
     if (!f.is_object() || !f.contains("column") || !f["column"].is_string() ||
         !f.contains("op") || !f["op"].is_string()) {
-      continue;
+      return std::nullopt;
     }
     Filter filter;
     filter.column = f["column"].get<std::string>();
@@ -203,11 +264,11 @@ std::vector<Filter> ParseFilters(const nlohmann::json& request) {
         known = true;
       }
     }
-    if (!known) continue;
+    if (!known) return std::nullopt;
     bool ok = true;
     if (filter.op == Filter::Op::kIn) {
       if (!f.contains("values") || !f["values"].is_array() || f["values"].empty())
-        continue;
+        return std::nullopt;
       for (const auto& v : f["values"]) {
         auto parsed = ParseValue(v, &filter.kind);
         if (!parsed)
@@ -223,10 +284,13 @@ std::vector<Filter> ParseFilters(const nlohmann::json& request) {
       else
         filter.values.push_back(*parsed);
     }
-    if (ok) out.push_back(std::move(filter));
+    if (!ok) return std::nullopt;
+    out.push_back(std::move(filter));
   }
   return out;
 }
+
+}  // namespace
 
 bool MayMatch(const format::DataFile& file, const std::vector<Filter>& filters,
               const arrow::Schema& schema) {

@@ -24,13 +24,19 @@ namespace timelake::read {
 // One conjunct of a scan's filters, as the platform crate sends them
 // (see plan_scan in timelake_platform.h).
 struct Filter {
-  enum class Op { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kIsNull, kIsNotNull };
+  enum class Op { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kIsNull, kIsNotNull, kAny };
   using Value = std::variant<int64_t, double, std::string, bool>;
-  std::string column;
+  std::string column;  // empty for kAny
   Op op = Op::kEq;
   std::vector<Value> values;  // one for comparisons, several for kIn, none for null tests
   // The literals' kind: "int", "float", "string", "bool", "timestamp_us" or "date".
   std::string kind;
+  // kAny: groups of filters, one of which all match ({"op": "any", "of":
+  // [[filter, …], …]}: a disjunction of conjunctions).
+  std::vector<std::vector<Filter>> any;
+
+  // The columns it reads.
+  std::vector<std::string> Columns() const;
 };
 
 // Parses the "filters" of a plan_scan request. Conjuncts it does not

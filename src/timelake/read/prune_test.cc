@@ -101,5 +101,29 @@ TEST(Prune, NullsAndUnknowns) {
       "[{\"column\":\"temp\",\"op\":\"lt\",\"value\":{\"type\":\"float\",\"v\":0.5}}]"));
 }
 
+TEST(Prune, Disjunctions) {
+  auto any = [](std::vector<std::string> groups) {
+    std::string j = "[{\"op\":\"any\",\"of\":[";
+    for (size_t i = 0; i < groups.size(); ++i) j += (i ? "," : "") + groups[i];
+    return j + "]}]";
+  };
+  const std::string dev_a =
+      "{\"column\":\"device\",\"op\":\"eq\",\"value\":{\"type\":\"string\","
+      "\"v\":\"a\"}}";
+  // (time < 50) OR (time >= 300): neither range holds the file's [100, 200].
+  EXPECT_FALSE(Match(any({"[" + Ts("lt", 50) + "]", "[" + Ts("ge", 300) + "]"})));
+  // (time < 50) OR (time >= 150 AND time < 300): the second may.
+  EXPECT_TRUE(Match(
+      any({"[" + Ts("lt", 50) + "]", "[" + Ts("ge", 150) + "," + Ts("lt", 300) + "]"})));
+  // A group all of whose filters may match is enough; one that cannot is not.
+  EXPECT_FALSE(Match(any({"[" + Ts("ge", 150) + "," + dev_a + "]"})));
+  // An "any" with a group not understood could match anything: dropped.
+  EXPECT_TRUE(Match(any({"[" + Ts("lt", 50) + "]", "[{\"column\":\"time\"}]"})));
+  EXPECT_TRUE(Match("[{\"op\":\"any\",\"of\":[]}]"));
+  // Nested: a group holding another disjunction.
+  EXPECT_FALSE(Match(any({any({"[" + Ts("lt", 50) + "]", "[" + Ts("gt", 250) + "]"})})));
+  EXPECT_TRUE(Match(any({any({"[" + Ts("lt", 50) + "]", "[" + Ts("gt", 150) + "]"})})));
+}
+
 }  // namespace
 }  // namespace timelake::read

@@ -181,20 +181,26 @@ namespace {
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> RunInternal(
     std::shared_ptr<LakeState> lake, std::shared_ptr<const read::PinnedScan> pinned,
     std::shared_ptr<read::ScanLog> log, const std::string& sql,
-    std::shared_ptr<arrow::Schema> schema, const std::string& context) {
+    std::shared_ptr<arrow::Schema> schema, const std::string& context,
+    std::shared_ptr<const TableState> version = nullptr, uint32_t partitions = 1) {
   auto state = std::make_unique<SessionState>();
   state->lake = lake;
   char* err = nullptr;
-  // One partition: a merge is one sorted stream anyway, and this work runs
-  // beside the caller's own.
+  // One partition by default: a merge is one sorted stream anyway, and this
+  // work runs beside the caller's own.
   const int code =
       tl_session_new(lake->store->raw(),
-                     read::MakeCatalogCallbacks(lake, std::move(log), std::move(pinned)),
-                     1, &state->session, &err);
+                     read::MakeCatalogCallbacks(lake, std::move(log), std::move(pinned),
+                                                std::move(version)),
+                     partitions, &state->session, &err);
   TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, context));
   // Maintenance and deletes read files they then replace: caching their
   // blocks would only push out the blocks queries read.
   tl_session_bypass_cache(state->session);
+  // The engine's own queries read tables, never rollups in their place.
+  const int set =
+      tl_session_set_option(state->session, "timelake.rollup_routing", "false", &err);
+  TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(set, err, context));
   struct ArrowArrayStream stream;
   const int rc = tl_session_sql(state->session, sql.c_str(), &stream, &err);
   if (rc != TL_OK) return storage::FromPlatform(rc, err, context);
@@ -350,6 +356,30 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> LatestUnless(
   return *aligned;
 }
 
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> QueryAt(
+    std::shared_ptr<const TableState> version, const std::string& sql,
+    const std::string& context) {
+  auto lake = version->lake;
+  return RunInternal(std::move(lake), nullptr, nullptr, sql, nullptr, context,
+                     std::move(version), /*partitions=*/0);
+}
+
+arrow::Result<std::string> DescribeRollup(std::shared_ptr<LakeState> lake,
+                                          const std::string& select) {
+  SessionState state;
+  state.lake = lake;
+  char* err = nullptr;
+  const int code = tl_session_new(lake->store->raw(), read::MakeCatalogCallbacks(lake), 1,
+                                  &state.session, &err);
+  TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, "reading the rollup's SELECT"));
+  char* json = nullptr;
+  const int rc = tl_session_describe_rollup(state.session, select.c_str(), &json, &err);
+  TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(rc, err, "reading the rollup's SELECT"));
+  std::string out(json);
+  tl_string_free(json);
+  return out;
+}
+
 }  // namespace internal
 
 namespace {
@@ -476,23 +506,12 @@ arrow::Result<std::shared_ptr<arrow::Table>> Session::Latest(
     return Invalid("latest of " + name.ToString() +
                    ": not a time-series table (no time column)");
   }
-  // The snapshot's last-value index answers in one read. A missing or
+  // The snapshot's last-value index answers in one read (the head's copy
+  // or the index file, read in the current schema by field id). A missing or
   // unreadable index falls back to the scan, which gives the same answer.
-  if (state->head_last_values != nullptr) {
-    auto aligned = AlignBatch(*state->head_last_values, *state->schema);
-    if (aligned.ok()) {
-      auto table = arrow::Table::FromRecordBatches(state->schema, {*aligned});
-      if (table.ok()) return *table;
-    }
-  }
-  if (const auto* snapshot = state->metadata.CurrentSnapshot()) {
-    if (auto uri = internal::LviUri(*snapshot)) {
-      auto index = internal::ReadLvi(*state, *uri);
-      if (index.ok()) {
-        auto table = arrow::Table::FromRecordBatches(state->schema, {*index});
-        if (table.ok()) return *table;
-      }
-    }
+  if (auto index = internal::ReadCurrentLvi(*state); index.ok() && *index != nullptr) {
+    auto table = arrow::Table::FromRecordBatches(state->schema, {*index});
+    if (table.ok()) return *table;
   }
   // The scan fallback: newest row per series by the tie rule's first two
   // keys (time, then insertion time).

@@ -89,6 +89,18 @@ std::string LatestSql(const TableState& table, const std::string& unless = {});
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> LatestUnless(
     std::shared_ptr<const TableState> table, const std::string& unless);
 
+// Runs `sql` on a session of its own in which the table of `version` reads
+// as that version (its current snapshot), not the newest, on every core,
+// without routing to rollups. Errors: those of the query.
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> QueryAt(
+    std::shared_ptr<const TableState> version, const std::string& sql,
+    const std::string& context);
+
+// tl_session_describe_rollup on a session of its own: the shape of a
+// rollup's SELECT as JSON. Errors: kInvalid naming what cannot be rolled up.
+arrow::Result<std::string> DescribeRollup(std::shared_ptr<LakeState> lake,
+                                          const std::string& select);
+
 }  // namespace timelake::internal
 
 #endif  // TIMELAKE_READ_SESSION_H_

@@ -77,5 +77,58 @@ TEST(ParseTest, MalformedDeleteIsAnErrorSayingWhatWasExpected) {
   }
 }
 
+TEST(ParseTest, RollupStatements) {
+  TL_ASSERT_OK_AND_ASSIGN(auto statements, Session::Parse(R"(
+CREATE MATERIALIZED ROLLUP IF NOT EXISTS iot."Hourly" AS
+  SELECT d, time_bucket(INTERVAL '1 hour', time) AS bucket, max(v) FROM iot.raw
+  GROUP BY d, bucket
+  WITH (refresh_interval = '10m', Other = 'it''s');
+create materialized rollup r AS WITH x AS (SELECT 1) SELECT * FROM x;
+REFRESH MATERIALIZED ROLLUP timelake.iot.hourly;
+DROP MATERIALIZED ROLLUP IF EXISTS iot.hourly;
+DROP MATERIALIZED ROLLUP iot.other)"));
+  ASSERT_EQ(statements.size(), 5u);
+  for (const auto& s : statements) {
+    EXPECT_EQ(s.kind, Statement::Kind::kRollup);
+    ASSERT_TRUE(s.rollup.has_value()) << s.text;
+  }
+  const auto& create = *statements[0].rollup;
+  EXPECT_EQ(create.kind, RollupStatement::Kind::kCreate);
+  EXPECT_TRUE(create.if_not_exists);
+  EXPECT_EQ(create.name, "iot.Hourly");
+  EXPECT_EQ(
+      create.select,
+      "SELECT d, time_bucket(INTERVAL '1 hour', time) AS bucket, max(v) FROM iot.raw\n"
+      "  GROUP BY d, bucket");
+  EXPECT_EQ(create.options.at("refresh_interval"), "10m");
+  EXPECT_EQ(create.options.at("other"), "it's");
+  // A CTE's WITH is part of the SELECT.
+  EXPECT_EQ(statements[1].rollup->select, "WITH x AS (SELECT 1) SELECT * FROM x");
+  EXPECT_TRUE(statements[1].rollup->options.empty());
+  EXPECT_EQ(statements[2].rollup->kind, RollupStatement::Kind::kRefresh);
+  EXPECT_EQ(statements[2].rollup->name, "iot.hourly");
+  EXPECT_EQ(statements[3].rollup->kind, RollupStatement::Kind::kDrop);
+  EXPECT_TRUE(statements[3].rollup->if_exists);
+  EXPECT_FALSE(statements[4].rollup->if_exists);
+  EXPECT_EQ(statements[4].name, "iot.other");
+}
+
+TEST(ParseTest, BadRollupStatementsSayWhatIsWrong) {
+  for (const char* bad :
+       {"CREATE MATERIALIZED ROLLUP r SELECT 1;", "CREATE MATERIALIZED ROLLUP r AS;",
+        "REFRESH MATERIALIZED ROLLUP a.b.c.d;", "DROP MATERIALIZED ROLLUP r extra;",
+        "CREATE MATERIALIZED ROLLUP r AS SELECT 1 WITH (x);"}) {
+    auto parsed = Session::Parse(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(KindOf(parsed.status()), ErrorKind::kInvalid) << bad;
+    EXPECT_NE(parsed.status().message().find("line 1"), std::string::npos)
+        << parsed.status().message();
+  }
+  // Still being typed: not an error yet.
+  TL_ASSERT_OK_AND_ASSIGN(auto typing, Session::Parse("CREATE MATERIALIZED ROLLUP r"));
+  ASSERT_EQ(typing.size(), 1u);
+  EXPECT_FALSE(typing[0].terminated);
+}
+
 }  // namespace
 }  // namespace timelake

@@ -192,6 +192,16 @@ std::optional<std::array<int, 3>> ParseSemver(std::string_view text) {
 
 }  // namespace
 
+arrow::Result<int> CompareFormatVersions(std::string_view a, std::string_view b) {
+  const auto x = ParseSemver(a.empty() ? "0.1.0" : a);
+  const auto y = ParseSemver(b.empty() ? "0.1.0" : b);
+  if (!x || !y) {
+    return MakeError(ErrorKind::kCorrupt, "format version '" + std::string(x ? b : a) +
+                                              "' is not MAJOR.MINOR.PATCH");
+  }
+  return *x < *y ? -1 : (*y < *x ? 1 : 0);
+}
+
 arrow::Status CheckFormatVersion(std::string_view table, std::string_view theirs,
                                  FormatAccess access, std::string_view ours) {
   const std::string_view given = theirs.empty() ? "0.1.0" : theirs;

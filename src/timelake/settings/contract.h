@@ -27,6 +27,12 @@ inline constexpr char kChunk[] = "timelake.chunk-interval";
 inline constexpr char kDedup[] = "timelake.dedup";
 inline constexpr char kIngestTimeColumn[] = "timelake.ingest-time-column";
 inline constexpr char kFormatVersion[] = "timelake.format-version";
+// Rollups (Timelake 0.7's keys): on a raw table the rollup tables kept from
+// it (comma-separated names), on a rollup table its definition.
+inline constexpr char kRollups[] = "timelake.rollups";
+inline constexpr char kRollupSource[] = "timelake.rollup-source";
+inline constexpr char kRollupBucket[] = "timelake.rollup-bucket";
+inline constexpr char kRollupAggregates[] = "timelake.rollup-aggregates";
 }  // namespace property
 
 struct Contract {
@@ -69,6 +75,11 @@ enum class FormatAccess { kRead, kWrite };
 arrow::Status CheckFormatVersion(std::string_view table, std::string_view theirs,
                                  FormatAccess access,
                                  std::string_view ours = kFormatVersion);
+
+// -1, 0 or 1 as format `a` is older than, equal to or newer than `b` (empty
+// counts as 0.1.0). Errors: kCorrupt for a version that is not
+// MAJOR.MINOR.PATCH.
+arrow::Result<int> CompareFormatVersions(std::string_view a, std::string_view b);
 
 // "a,b" <-> {"a","b"}.
 std::vector<std::string> SplitList(const std::string& text);

@@ -83,8 +83,9 @@ constexpr std::array kSettings = {
     Setting{"newest-first", Type::kBool, "true", kCTS, k030,
             "ORDER BY time DESC LIMIT k reads the newest partitions first"},
     Setting{"time-weighted-mean", Type::kEnum, "auto", kCTS, k030,
-            "how time_weighted_mean combines partial results", "auto|segments|merge", "",
-            kNotYet},
+            "how time-weighted means get each series' readings in time order: merged "
+            "sorted files (auto, merge: also sorts), or segments as they come (segments)",
+            "auto|segments|merge"},
     Setting{"version-check-interval", Type::kDuration, "1s", kCTS, k030,
             "how long a loaded table version is reused before checking for a newer one"},
     // The head object.
@@ -92,19 +93,22 @@ constexpr std::array kSettings = {
             "codec of metadata/timelake-head (none: write no head)", "arrow|json|none"},
     Setting{"head-inline-bytes", Type::kBytes, "1048576", kCT, k030,
             "size limit for inlining the last-value index and footers in the head"},
-    // Rollups (materialized rollups have not landed).
+    // Rollups (SPEC §8, docs/sql.md; the property and summary keys are
+    // Timelake 0.7's).
     Setting{"rollups", Type::kList, "", kManaged, k030,
-            "rollup tables kept from this raw table", "", "", kNotYet},
+            "on a raw table: the rollup tables kept from it"},
     Setting{"rollup-routing", Type::kBool, "true", kCTS, k030,
-            "GROUP BY time_bucket queries read covering rollups", "", "", kNotYet},
-    Setting{"rollup-refresh-interval", Type::kDuration, "5m", kCT, k030,
-            "how often appends refresh this table's rollups", "", "", kNotYet},
+            "GROUP BY time_bucket queries read the buckets rollups cover from them"},
+    Setting{
+        "rollup-refresh-interval", Type::kDuration, "5m", kCT, k030,
+        "an append refreshes a rollup once this long has passed since its last refresh "
+        "(set on a raw table or on a rollup)"},
     Setting{"rollup-source", Type::kString, "", kManaged, k030,
-            "on a rollup table: its raw table", "", "", kNotYet},
-    Setting{"rollup-bucket", Type::kDuration, "", kManaged, k030,
-            "on a rollup table: its bucket width", "", "", kNotYet},
+            "on a rollup table: its raw table"},
+    Setting{"rollup-bucket", Type::kString, "", kManaged, k030,
+            "on a rollup table: its bucket (1h, 15m, 7d; 1mo for calendar months)"},
     Setting{"rollup-aggregates", Type::kString, "", kManaged, k030,
-            "on a rollup table: its aggregate columns", "", "", kNotYet},
+            "on a rollup table: its aggregate columns (JSON)"},
     // Versioning.
     Setting{"format-version", Type::kString, kFormatVersion, kManaged, k030,
             "Timelake table format version (semver) the table was written with"},

@@ -3,7 +3,10 @@
 #include "timelake/state/state.h"
 
 #include <algorithm>
+#include <ctime>
 #include <future>
+#include <map>
+#include <set>
 
 #include <arrow/io/memory.h>
 #include <arrow/table.h>
@@ -31,6 +34,12 @@ std::string FormatVersionOf(const format::TableMetadata& metadata) {
   return it == metadata.properties.end() ? "" : it->second;
 }
 
+arrow::Status CheckTableFormat(const TableState& table, FormatAccess access) {
+  return CheckFormatVersion(
+      table.name.ToString(), FormatVersionOf(table.metadata), access,
+      table.lake ? table.lake->format_version : std::string(kFormatVersion));
+}
+
 arrow::Result<std::string> KeyOf(const TableState& table, std::string_view uri) {
   return table.lake->store->TableKeyOf(uri, table.table_key, table.metadata.location);
 }
@@ -44,8 +53,9 @@ std::string LocationOf(const TableState& table) {
 arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
     std::string metadata_key, format::TableMetadata metadata) {
-  TIMELAKE_RETURN_NOT_OK(CheckFormatVersion(name.ToString(), FormatVersionOf(metadata),
-                                            FormatAccess::kRead));
+  TIMELAKE_RETURN_NOT_OK(
+      CheckFormatVersion(name.ToString(), FormatVersionOf(metadata), FormatAccess::kRead,
+                         lake ? lake->format_version : std::string(kFormatVersion)));
   auto state = std::make_shared<TableState>(name);
   state->lake = std::move(lake);
   state->table_key = TableKey(name);
@@ -64,6 +74,105 @@ arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
   if (state->lake != nullptr)
     state->lake->tables.Remember(*state, state->lake->clock->Now());
   return std::shared_ptr<const TableState>(std::move(state));
+}
+
+arrow::Result<std::shared_ptr<const TableState>> TableStateAt(const TableState& table,
+                                                              int64_t snapshot_id) {
+  const format::Snapshot* snapshot = table.metadata.FindSnapshot(snapshot_id);
+  if (snapshot == nullptr) {
+    return NotFound("table " + table.name.ToString() + " has no snapshot " +
+                    std::to_string(snapshot_id) + " (version " +
+                    std::to_string(table.version) +
+                    "; it never existed or has expired: `timelake info " +
+                    table.name.ToString() + " --snapshots` lists those kept)");
+  }
+  auto state = std::make_shared<TableState>(table.name);
+  state->lake = table.lake;
+  state->table_key = table.table_key;
+  state->version = table.version;
+  state->metadata_key = table.metadata_key;
+  state->metadata = table.metadata;
+  state->metadata.current_snapshot_id = snapshot_id;
+  state->contract = table.contract;
+  state->schema = table.schema;
+  if (snapshot->schema_id && *snapshot->schema_id != table.metadata.current_schema_id) {
+    if (const auto* json = table.metadata.FindSchema(*snapshot->schema_id)) {
+      auto schema = format::IcebergToArrow(*json);
+      if (!schema.ok()) {
+        return WithContext(schema.status(), "reading " + table.name.ToString() +
+                                                " as of snapshot " +
+                                                std::to_string(snapshot_id));
+      }
+      state->schema = *schema;
+    }
+  }
+  return std::shared_ptr<const TableState>(std::move(state));
+}
+
+namespace {
+
+std::string UtcText(int64_t ms) {
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
+  return std::string(text) + " UTC";
+}
+
+}  // namespace
+
+arrow::Result<int64_t> SnapshotIdAsOf(const TableState& table, int64_t timestamp_ms) {
+  const std::string when = UtcText(timestamp_ms);
+  auto id = table.metadata.SnapshotAsOf(timestamp_ms);
+  if (!id) {
+    return NotFound("table " + table.name.ToString() + " had no snapshot at " + when +
+                    " (before its first commit, or its snapshots of then have expired)");
+  }
+  if (table.metadata.FindSnapshot(*id) == nullptr) {
+    return NotFound("table " + table.name.ToString() + " was at snapshot " +
+                    std::to_string(*id) + " at " + when + ", which has expired");
+  }
+  return *id;
+}
+
+arrow::Result<std::optional<int64_t>> StoredHeadVersion(const TableState& table) {
+  const std::string key =
+      versions::MetadataPrefix(table.table_key) + "/" + format::kHeadName;
+  auto bytes = table.lake->store->Get(key);
+  if (!bytes.ok()) {
+    if (KindOf(bytes.status()) == ErrorKind::kNotFound) return std::nullopt;
+    return bytes.status();
+  }
+  auto head = format::DecodeHead((*bytes)->ToString(), table.lake->store->Uri(key));
+  if (!head.ok()) return std::nullopt;
+  return head->version;
+}
+
+std::vector<SnapshotInfo> SnapshotsOf(const format::TableMetadata& m) {
+  const auto ids = m.History();
+  const std::set<int64_t> history(ids.begin(), ids.end());
+  std::vector<SnapshotInfo> out;
+  for (const auto& s : m.snapshots) {
+    SnapshotInfo info;
+    info.snapshot_id = s.snapshot_id;
+    info.parent_id = s.parent_snapshot_id;
+    info.sequence_number = s.sequence_number;
+    info.timestamp_ms = s.timestamp_ms;
+    if (auto it = s.summary.find(format::summary::kOperation); it != s.summary.end())
+      info.operation = it->second;
+    info.rows = format::SummaryInt(s, format::summary::kTotalRecords);
+    info.files = format::SummaryInt(s, format::summary::kTotalDataFiles);
+    if (auto it = s.summary.find(format::summary::kBatchId); it != s.summary.end())
+      info.batch_id = it->second;
+    info.current = m.current_snapshot_id == s.snapshot_id;
+    info.in_history = history.count(s.snapshot_id) > 0;
+    out.push_back(std::move(info));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.sequence_number < b.sequence_number;
+  });
+  return out;
 }
 
 namespace {
@@ -175,10 +284,16 @@ arrow::Result<std::vector<std::string>> ListNamespacesOf(const LakeState& lake) 
 
 arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table) {
   if (table.head_files != nullptr) return *table.head_files;
-  std::vector<format::LiveFile> out;
   const auto* snapshot = table.metadata.CurrentSnapshot();
+  if (snapshot == nullptr) return std::vector<format::LiveFile>{};
+  return ListLiveFilesOf(table, snapshot);
+}
+
+arrow::Result<std::vector<format::LiveFile>> ListLiveFilesOf(
+    const TableState& table, const format::Snapshot* snapshot) {
+  std::vector<format::LiveFile> out;
   if (snapshot == nullptr) return out;
-  const std::string context = "planning a scan of " + table.name.ToString() +
+  const std::string context = "listing the files of " + table.name.ToString() +
                               " snapshot " + std::to_string(snapshot->snapshot_id);
   TIMELAKE_ASSIGN_OR_RAISE(auto list_key, KeyOf(table, snapshot->manifest_list));
   auto list_bytes = GetImmutable(*table.lake, list_key);
@@ -217,6 +332,49 @@ arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& tab
 }
 
 namespace {
+
+// `batch` (an index written in some schema of the table) with its columns
+// named as `table_schema` names the same field ids, so that AlignBatch finds
+// a renamed column under its new name and leaves a column added under an old
+// name null. A column whose id the table does not have is left out; one
+// without an id keeps its name unless a column with an id takes it.
+std::shared_ptr<arrow::RecordBatch> NamedById(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const arrow::Schema& table_schema) {
+  std::map<int, std::string> names;
+  for (const auto& f : table_schema.fields()) {
+    if (auto id = format::FieldId(*f)) names[*id] = f->name();
+  }
+  std::set<std::string> by_id;
+  for (const auto& f : batch->schema()->fields()) {
+    auto id = format::FieldId(*f);
+    auto it = id ? names.find(*id) : names.end();
+    if (it != names.end()) by_id.insert(it->second);
+  }
+  bool changed = false;
+  arrow::FieldVector fields;
+  arrow::ArrayVector columns;
+  for (int i = 0; i < batch->num_columns(); ++i) {
+    const auto& f = batch->schema()->field(i);
+    std::string name = f->name();
+    if (auto id = format::FieldId(*f)) {
+      auto it = names.find(*id);
+      if (it == names.end()) {
+        changed = true;
+        continue;
+      }
+      name = it->second;
+    } else if (by_id.count(name)) {
+      changed = true;
+      continue;
+    }
+    changed = changed || name != f->name();
+    fields.push_back(f->WithName(name));
+    columns.push_back(batch->column(i));
+  }
+  if (!changed) return batch;
+  return arrow::RecordBatch::Make(arrow::schema(std::move(fields)), batch->num_rows(),
+                                  std::move(columns));
+}
 
 // A decoded index of the lake's cache, if it is in `table_schema`.
 std::shared_ptr<arrow::RecordBatch> CachedIndex(LakeState& lake, const std::string& key,
@@ -259,7 +417,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadLvi(const TableState& sta
   if (!table.ok()) return corrupt(table.status());
   auto batch = (*table)->CombineChunksToBatch();
   if (!batch.ok()) return corrupt(batch.status());
-  auto aligned = AlignBatch(**batch, table_schema);
+  auto aligned = AlignBatch(*NamedById(*batch, table_schema), table_schema);
   if (!aligned.ok()) return corrupt(aligned.status());
   KeepIndex(lake, key, *aligned);
   return *aligned;
@@ -276,7 +434,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadCurrentLvi(
     // The head's copy holds the same rows as the file it names.
     const std::string key = KeyOf(table, *uri).ValueOr(*uri);
     if (auto cached = CachedIndex(lake, key, *table.schema)) return cached;
-    auto aligned = AlignBatch(*table.head_last_values, *table.schema);
+    auto aligned =
+        AlignBatch(*NamedById(table.head_last_values, *table.schema), *table.schema);
     if (aligned.ok()) {
       KeepIndex(lake, key, *aligned);
       return *aligned;

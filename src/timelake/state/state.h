@@ -91,6 +91,11 @@ struct BackgroundRun {
 struct LakeState {
   std::shared_ptr<storage::Store> store;
   std::shared_ptr<Clock> clock;
+  // The Timelake format this lake writes and reads tables by
+  // (CheckFormatVersion): kFormatVersion. Tests give another to reach the
+  // rule's cases this build's own format cannot (a read-only newer minor
+  // exists only from 1.0), as they give the clock a fake.
+  std::string format_version{kFormatVersion};
   ObjectCache objects{4096, 256u << 20};
   // Footer blobs of data files (by key) for the head object: those this
   // lake wrote and those a head it read carried (write/data_writer.h).
@@ -159,11 +164,34 @@ std::string LocationOf(const TableState& table);
 // The table's timelake.format-version, empty when untagged.
 std::string FormatVersionOf(const format::TableMetadata& metadata);
 
+// CheckFormatVersion of `table` by its lake's format.
+arrow::Status CheckTableFormat(const TableState& table, FormatAccess access);
+
 // Builds the state of a loaded version (schema conversion, contract parsing,
 // format version check for reading). Errors: kCorrupt, kUnsupported.
 arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
     std::string metadata_key, format::TableMetadata metadata);
+
+// `table` as of its snapshot `snapshot_id` (time travel): the same version
+// with that snapshot as the current one and the schema it was written with
+// (the current schema when the snapshot names none), so that listing live
+// files, planning scans and reading the last-value index answer for it.
+// Errors: kNotFound (no such snapshot kept), kCorrupt (its schema).
+arrow::Result<std::shared_ptr<const TableState>> TableStateAt(const TableState& table,
+                                                              int64_t snapshot_id);
+
+// The snapshot of `table` that was current at `timestamp_ms`
+// (TableMetadata::SnapshotAsOf). Errors: kNotFound naming the table and the
+// time, also when that snapshot has expired.
+arrow::Result<int64_t> SnapshotIdAsOf(const TableState& table, int64_t timestamp_ms);
+
+// The table version N of the table's head object (metadata/timelake-head),
+// or nullopt when it has none or one that does not decode. Errors: kStorage.
+arrow::Result<std::optional<int64_t>> StoredHeadVersion(const TableState& table);
+
+// The snapshots `metadata` keeps, oldest first (Table::Snapshots).
+std::vector<SnapshotInfo> SnapshotsOf(const format::TableMetadata& metadata);
 
 // Tables of `ns` (all namespaces when empty), sorted; namespaces with tables.
 arrow::Result<std::vector<TableName>> ListTablesOf(const LakeState& lake,
@@ -184,6 +212,11 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableStateForRead(
 // manifests. Errors: kCorrupt (manifests that do not parse), kUnsupported
 // (delete files), kStorage.
 arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table);
+
+// The data files of `snapshot` of the table (none for nullptr), from its
+// manifests (read through the lake's cache). Errors: as ListLiveFiles.
+arrow::Result<std::vector<format::LiveFile>> ListLiveFilesOf(
+    const TableState& table, const format::Snapshot* snapshot);
 
 // Reads a last-value index of `table` (write/lvi.h) and aligns it to the
 // table's schema (an index written before a schema change lacks the new

@@ -89,7 +89,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NormalizeSchema(
       }
       nullable = false;
     }
-    if (time_column && f->name() == ingest_column) {
+    if (time_column && !ingest_column.empty() && f->name() == ingest_column) {
       return Invalid("column '" + ingest_column +
                      "' is reserved for the insertion time of time-series tables");
     }
@@ -112,7 +112,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NormalizeSchema(
   if (!series_key.empty() && !time_column) {
     return Invalid("a series key needs a time column");
   }
-  if (time_column) {
+  // Time-series tables get the insertion-time column (rollup tables: none).
+  if (time_column && !ingest_column.empty()) {
     fields.push_back(arrow::field(
         ingest_column, arrow::timestamp(arrow::TimeUnit::MICRO, format::kUtcZone),
         /*nullable=*/false));

@@ -569,6 +569,22 @@ std::string PartitionLabel(int32_t value, Chunk chunk) {
   return buf;
 }
 
+namespace {
+
+// An aligned batch refuses nulls in NOT NULL columns; the time column of a
+// table adopted from another engine (Table::Upgrade) may be optional in its
+// Iceberg schema, and Timelake still takes no row without a time.
+arrow::Status CheckTimes(const arrow::RecordBatch& batch, const Layout& layout) {
+  if (!layout.time_column) return arrow::Status::OK();
+  const auto column = batch.GetColumnByName(*layout.time_column);
+  if (column == nullptr || column->null_count() == 0) return arrow::Status::OK();
+  return Invalid("time column '" + *layout.time_column + "' may not be null, but " +
+                 std::to_string(column->null_count()) + " of " +
+                 std::to_string(batch.num_rows()) + " rows are null");
+}
+
+}  // namespace
+
 arrow::Result<WriteOutput> WriteDataFiles(
     const storage::Store& store, const std::string& data_prefix, const Layout& layout,
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
@@ -578,6 +594,9 @@ arrow::Result<WriteOutput> WriteDataFiles(
   for (size_t i = 0; i < batches.size(); ++i) {
     if (!batches[i]) return Invalid("batch " + std::to_string(i) + " is null");
     auto a = AlignBatch(*batches[i], *layout.schema);
+    if (a.ok()) {
+      if (auto st = CheckTimes(**a, layout); !st.ok()) a = st;
+    }
     if (!a.ok()) {
       return WithContext(a.status(),
                          batches.size() > 1 ? "batch " + std::to_string(i) : "batch");
@@ -739,6 +758,9 @@ arrow::Status ChunkedWriter::Add(const std::shared_ptr<arrow::RecordBatch>& batc
   const int64_t index = batches_++;
   if (!batch) return Invalid("batch " + std::to_string(index) + " is null");
   auto aligned = AlignBatch(*batch, *layout_.schema);
+  if (aligned.ok()) {
+    if (auto st = CheckTimes(**aligned, layout_); !st.ok()) aligned = st;
+  }
   if (!aligned.ok()) {
     return WithContext(aligned.status(), "batch " + std::to_string(index));
   }
