@@ -196,6 +196,9 @@ def bench_ingest(setup, repeats):
             "seconds": seconds, "rows": ok[0]["rows"],
             "rows_per_s": ok[0]["rows"] / seconds if seconds else None,
             "peak_rss_kib": max(r["peak_rss_kib"] for r in ok), "runs": runs}
+        if "rewritten_per_byte" in ok[0]:  # Timelake C++: its compaction's cost
+            summary[system]["rewritten_per_byte"] = statistics.median(
+                r["rewritten_per_byte"] for r in ok)
         failed = [r["error"] for r in runs if "error" in r]
         if failed:  # reported beside the median of the ingests that worked
             summary[system]["failed_runs"] = failed

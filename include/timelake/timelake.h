@@ -839,8 +839,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> LatestPerSeries(
 // nullopt for a file of an unpartitioned table. Never fails.
 std::optional<std::string> FilePartition(std::string_view path);
 
-// Waits for the background writes this process started (version hints and
-// head objects); their failures are not reported (readers do without them).
+// Waits for the background work this process started: version hints and
+// head objects (their failures are not reported: readers do without them)
+// and the maintenance appends leave running (AppendOptions::
+// maintain_in_background; Table::WaitForMaintenance reports it). Call it
+// before the process exits.
 void Flush();
 
 // Parses "90d", "12h", "30m", "45s", "2w", "1y", "500ms" or spelled out

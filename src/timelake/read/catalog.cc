@@ -39,6 +39,7 @@ struct CatalogContext {
   std::shared_ptr<internal::LakeState> lake;
   std::shared_ptr<ScanLog> log;
   std::shared_ptr<const PinnedScan> pinned;
+  std::shared_ptr<const internal::TableState> version;
   // The versions this session's callbacks loaded, by table: the lake's
   // table cache entry they came from (kept without its lake) and the state
   // made from it. Every query asks for its tables twice (schema, then
@@ -49,7 +50,6 @@ struct CatalogContext {
   };
   std::mutex mu;
   std::map<std::string, Loaded> loaded;
-  std::shared_ptr<const internal::TableState> version;
 };
 
 bool TraceScans() {
@@ -479,8 +479,12 @@ TlCatalogCallbacks MakeCatalogCallbacks(
     std::shared_ptr<const PinnedScan> pinned,
     std::shared_ptr<const internal::TableState> version) {
   TlCatalogCallbacks cb{};
-  cb.ctx = new CatalogContext{std::move(lake), std::move(log), std::move(pinned),
-                              std::move(version)};
+  auto* context = new CatalogContext;
+  context->lake = std::move(lake);
+  context->log = std::move(log);
+  context->pinned = std::move(pinned);
+  context->version = std::move(version);
+  cb.ctx = context;
   cb.list_schemas = [](void* raw, TlSink* out) -> int {
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto tables = internal::ListNamespacesOf(*ctx->lake);
