@@ -79,12 +79,19 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
     MaintainReport mine;
     auto done = MaintainAfterAppend(base, partitions, max_commit_attempts, &mine);
     AddReport(&report, mine);
+    // The newest version either run made (a failed run leaves the one
+    // before it), and every failure, the earlier run's first.
+    std::shared_ptr<const TableState> newest = done.ok() ? *done : nullptr;
+    if (!done.ok()) {
+      error = error.ok() ? done.status()
+                         : arrow::Status(error.code(), error.message() + "; then " +
+                                                           done.status().message());
+      if (base != table) newest = base;
+    }
     std::shared_ptr<TableState> detached;
-    if (done.ok()) {
-      detached = std::make_shared<TableState>(**done);
+    if (newest != nullptr) {
+      detached = std::make_shared<TableState>(*newest);
       detached->lake.reset();
-    } else {
-      error = done.status();
     }
     std::lock_guard<std::mutex> lock(run->mu);
     run->table = std::move(detached);
