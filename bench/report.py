@@ -350,7 +350,7 @@ def render(info, plot_files):
         "one commit (reading the file included): Timelake C++ through `timelake_bench` "
         "(`Table::Append`, day chunks, series key `hostname`), PyIceberg 0.12 `append` into a "
         "SqlCatalog (sqlite) table, Timelake 0.7 `append`. Median over the ingests; peak "
-        "RSS is the process's `ru_maxrss` (Python processes include the interpreter and "
+        "RSS is the process's peak resident set, `VmHWM` (Python processes include the interpreter and "
         "pyarrow). PyIceberg's table is unpartitioned (its day transform needs "
         "pyiceberg-core; at most one day of data is one partition anyway) and unsorted.",
         "- Queries: the TSBS set in DataFusion SQL (Timelake C++ and 0.7) and in DuckDB SQL "
