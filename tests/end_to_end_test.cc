@@ -197,11 +197,10 @@ TEST_P(EndToEnd, FilesAreSortedBySeriesThenTime) {
 // keeps its values.
 TEST_P(EndToEnd, FilesAreSortedByAMultiColumnSeriesKeyNullsFirst) {
   TL_ASSERT_OK_AND_ASSIGN(auto lake, OpenLake());
-  auto schema =
-      arrow::schema({arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
-                     arrow::field("site", arrow::utf8()),
-                     arrow::field("sensor", arrow::int64()),
-                     arrow::field("note", arrow::utf8())});
+  auto schema = arrow::schema(
+      {arrow::field("time", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+       arrow::field("site", arrow::utf8()), arrow::field("sensor", arrow::int64()),
+       arrow::field("note", arrow::utf8())});
   TableOptions options;
   options.time_column = "time";
   options.series_key = {"site", "sensor"};
@@ -219,8 +218,10 @@ TEST_P(EndToEnd, FilesAreSortedByAMultiColumnSeriesKeyNullsFirst) {
     // Mostly distinct sites and sensors (about 70,000 of each), some nulls,
     // and some repeated keys (a small range of both) for dedup.
     const bool repeat = rng() % 10 == 0;
-    if (rng() % 50 != 0) r.site = "s" + std::to_string(repeat ? rng() % 3 : rng() % 70000);
-    r.sensor = repeat ? static_cast<int64_t>(rng() % 3) : static_cast<int64_t>(rng() % 70000);
+    if (rng() % 50 != 0)
+      r.site = "s" + std::to_string(repeat ? rng() % 3 : rng() % 70000);
+    r.sensor =
+        repeat ? static_cast<int64_t>(rng() % 3) : static_cast<int64_t>(rng() % 70000);
     r.time = kT0 + static_cast<int64_t>(repeat ? rng() % 4 : rng() % 3600) * 1000000;
     r.note = "n" + std::to_string(i);
     input.push_back(std::move(r));

@@ -134,9 +134,7 @@ impl CacheOptions {
 /// powers of 1024 with or without "i"/"B").
 pub fn parse_bytes(name: &str, text: &str) -> TlResult<u64> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let bad = || {
         TlError::invalid(format!(
@@ -292,7 +290,9 @@ impl Memory {
             m.lru.remove(&tick);
         }
         while m.used + len > self.capacity {
-            let Some((_, oldest)) = m.lru.pop_first() else { break };
+            let Some((_, oldest)) = m.lru.pop_first() else {
+                break;
+            };
             if let Some((old, _)) = m.blocks.remove(&oldest) {
                 m.used -= old.len() as u64;
             }
@@ -478,7 +478,11 @@ fn block_files(dir: &std::path::Path) -> Vec<(PathBuf, u64, SystemTime)> {
             let Ok(meta) = entry.metadata() else { continue };
             if meta.is_dir() {
                 stack.push(entry.path());
-            } else if entry.file_name().to_str().is_some_and(|n| n.parse::<u64>().is_ok()) {
+            } else if entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u64>().is_ok())
+            {
                 let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
                 out.push((entry.path(), meta.len(), modified));
             }
@@ -595,8 +599,12 @@ impl BlockCache {
         }
         if let Some(disk) = &self.disk {
             if !kept.is_empty() {
-                let (disk, loc, info, blocks) =
-                    (Arc::clone(disk), location.clone(), info.clone(), kept.clone());
+                let (disk, loc, info, blocks) = (
+                    Arc::clone(disk),
+                    location.clone(),
+                    info.clone(),
+                    kept.clone(),
+                );
                 let _ = tokio::task::spawn_blocking(move || {
                     disk.set_info(&loc, &info);
                     for (b, bytes) in blocks {
@@ -833,14 +841,12 @@ impl ObjectStore for CachingStore {
             Some(GetRange::Bounded(r)) if r.start < r.end => {
                 // The size comes with the first block's response if unknown.
                 let data = self.read_ranges(location, std::slice::from_ref(r)).await?;
-                let info = self
-                    .cache
-                    .memory
-                    .info(location)
-                    .ok_or_else(|| object_store::Error::Generic {
+                let info = self.cache.memory.info(location).ok_or_else(|| {
+                    object_store::Error::Generic {
                         store: "timelake-cache",
                         source: format!("no size of {location} after reading it").into(),
-                    })?;
+                    }
+                })?;
                 let end = r.end.min(info.size);
                 let data = data.into_iter().next().unwrap_or_default();
                 return Ok(answer(location, &info, r.start..end, data));
@@ -1005,7 +1011,10 @@ mod tests {
 
     /// Bytes that differ at every offset of a few blocks.
     fn data(len: usize) -> Bytes {
-        (0..len).map(|i| (i * 7 + i / 251) as u8).collect::<Vec<u8>>().into()
+        (0..len)
+            .map(|i| (i * 7 + i / 251) as u8)
+            .collect::<Vec<u8>>()
+            .into()
     }
 
     fn put(store: &Arc<Counting>, key: &str, bytes: &Bytes) {
@@ -1044,7 +1053,9 @@ mod tests {
             for r in ranges(len as u64).into_iter().filter(|r| r.start < r.end) {
                 let (s, r2) = (Arc::clone(&store), r.clone());
                 let got = runtime::run(async move {
-                    s.get_range(&Path::from("t/data/a.parquet"), r2).await.unwrap()
+                    s.get_range(&Path::from("t/data/a.parquet"), r2)
+                        .await
+                        .unwrap()
                 })
                 .unwrap();
                 assert_eq!(got, expect(&r), "range {r:?}, round {round}");
@@ -1052,7 +1063,9 @@ mod tests {
             let s = Arc::clone(&store);
             let all = ranges(len as u64);
             let got = runtime::run(async move {
-                s.get_ranges(&Path::from("t/data/a.parquet"), &all).await.unwrap()
+                s.get_ranges(&Path::from("t/data/a.parquet"), &all)
+                    .await
+                    .unwrap()
             })
             .unwrap();
             for (g, r) in got.iter().zip(ranges(len as u64)) {
@@ -1060,15 +1073,19 @@ mod tests {
             }
             let s = Arc::clone(&store);
             let whole = runtime::run(async move {
-                s.get(&Path::from("t/data/a.parquet")).await.unwrap().bytes().await.unwrap()
+                s.get(&Path::from("t/data/a.parquet"))
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap()
             })
             .unwrap();
             assert_eq!(whole, bytes);
             let s = Arc::clone(&store);
-            let head = runtime::run(async move {
-                s.head(&Path::from("t/data/a.parquet")).await.unwrap()
-            })
-            .unwrap();
+            let head =
+                runtime::run(async move { s.head(&Path::from("t/data/a.parquet")).await.unwrap() })
+                    .unwrap();
             assert_eq!(head.size, len as u64);
             let made = below.gets.load(Ordering::SeqCst) - before;
             if round == 0 {
@@ -1131,7 +1148,10 @@ mod tests {
         // Nor from disk by a later process.
         let later = Arc::new(cached(&below, 64 << 20, Some(&dir)));
         runtime::run(async move {
-            let err = later.get_range(&Path::from("t/data/c.parquet"), 0..10).await.unwrap_err();
+            let err = later
+                .get_range(&Path::from("t/data/c.parquet"), 0..10)
+                .await
+                .unwrap_err();
             assert!(matches!(err, object_store::Error::NotFound { .. }), "{err}");
         })
         .unwrap();
@@ -1161,7 +1181,9 @@ mod tests {
         let later = Arc::new(cached(&below, 0, Some(&dir)));
         let (s, w) = (Arc::clone(&later), wanted.clone());
         let got = runtime::run(async move {
-            s.get_ranges(&Path::from("t/data/d.parquet"), &w).await.unwrap()
+            s.get_ranges(&Path::from("t/data/d.parquet"), &w)
+                .await
+                .unwrap()
         })
         .unwrap();
         for (g, r) in got.iter().zip(&wanted) {
@@ -1173,7 +1195,9 @@ mod tests {
         std::fs::write(blocks.join("1"), b"short").unwrap();
         let (s, w) = (Arc::clone(&later), wanted.clone());
         let got = runtime::run(async move {
-            s.get_ranges(&Path::from("t/data/d.parquet"), &w).await.unwrap()
+            s.get_ranges(&Path::from("t/data/d.parquet"), &w)
+                .await
+                .unwrap()
         })
         .unwrap();
         assert_eq!(got[0], bytes.slice(10..BLOCK_SIZE as usize + 10));
@@ -1203,7 +1227,12 @@ mod tests {
             disk.put(&l, b, &[b as u8; 1000]);
             let path = disk.object_dir(&l).unwrap().join(b.to_string());
             let when = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + b);
-            std::fs::File::options().write(true).open(path).unwrap().set_modified(when).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
         }
         assert_eq!(evict_below(&dir.0, 2500), 2000);
         let left: Vec<bool> = (0..6u64)
@@ -1219,7 +1248,11 @@ mod tests {
         assert_eq!(parse_bytes("x", "10 GB").unwrap(), 10 << 30);
         assert_eq!(parse_bytes("x", "0").unwrap(), 0);
         let err = parse_bytes(OPTION_MEMORY, "lots").unwrap_err();
-        assert!(err.message.contains("timelake_cache_memory"), "{}", err.message);
+        assert!(
+            err.message.contains("timelake_cache_memory"),
+            "{}",
+            err.message
+        );
         let mut options = vec![
             ("TIMELAKE_CACHE_DIR".to_string(), "/tmp/c".to_string()),
             ("aws_region".to_string(), "x".to_string()),

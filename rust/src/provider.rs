@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::compute::SortOptions;
-use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use arrow::datatypes::{DataType, Field, FieldRef, Schema as ArrowSchema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
@@ -32,6 +31,7 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
+use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use serde_json::json;
 
 use crate::callbacks::Callbacks;
@@ -756,8 +756,12 @@ impl TableProvider for TimelakeTable {
         }
         let mut inputs: Vec<Arc<dyn ExecutionPlan>> = Vec::new();
         if !plain.is_empty() {
-            let groups =
-                balanced_groups(mark_sorted(&self.schema, &sort, plain), target, page_rows, None);
+            let groups = balanced_groups(
+                mark_sorted(&self.schema, &sort, plain),
+                target,
+                page_rows,
+                None,
+            );
             inputs.push(self.parquet_scan(
                 state,
                 groups,
@@ -798,7 +802,9 @@ mod tests {
     }
 
     /// (file, first row, rows) of each piece of each group.
-    fn pieces(groups: &[datafusion::datasource::physical_plan::FileGroup]) -> Vec<Vec<(String, u64, u64)>> {
+    fn pieces(
+        groups: &[datafusion::datasource::physical_plan::FileGroup],
+    ) -> Vec<Vec<(String, u64, u64)>> {
         groups
             .iter()
             .map(|g| {
@@ -831,14 +837,21 @@ mod tests {
     #[test]
     fn groups_get_about_the_same_rows_and_every_row_once() {
         // One big compacted file and two small ones, newest first.
-        let files = vec![file("new", 32_000, true), file("big", 400_000, true), file("mid", 100_000, true)];
+        let files = vec![
+            file("new", 32_000, true),
+            file("big", 400_000, true),
+            file("mid", 100_000, true),
+        ];
         let groups = balanced_groups(files, 2, Some(20_000), None);
         let got = pieces(&groups);
         assert_eq!(got.len(), 2);
         let totals: Vec<u64> = got.iter().map(|g| g.iter().map(|p| p.2).sum()).collect();
         assert_eq!(totals.iter().sum::<u64>(), 532_000);
         let (hi, lo) = (*totals.iter().max().unwrap(), *totals.iter().min().unwrap());
-        assert!(hi - lo <= 140_000, "{totals:?}: far better than 432,000 against 100,000");
+        assert!(
+            hi - lo <= 140_000,
+            "{totals:?}: far better than 432,000 against 100,000"
+        );
         // The big file's ranges: disjoint, at page multiples, covering it.
         let mut ranges: Vec<(u64, u64)> = got
             .iter()
@@ -866,7 +879,12 @@ mod tests {
         assert_eq!(got.iter().flatten().count(), 2, "a limit reads whole files");
         let mut unknown = file("a", 400_000, true);
         unknown.rows = None;
-        let got = pieces(&balanced_groups(vec![unknown, file("b", 10, true)], 2, None, None));
+        let got = pieces(&balanced_groups(
+            vec![unknown, file("b", 10, true)],
+            2,
+            None,
+            None,
+        ));
         assert_eq!(got.iter().flatten().count(), 2);
     }
 }

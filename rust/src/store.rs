@@ -1063,12 +1063,18 @@ mod tests {
             TlCode::NotFound
         );
         assert_eq!(
-            store.get_range("t/data/nope.parquet", 0, 4).unwrap_err().code,
+            store
+                .get_range("t/data/nope.parquet", 0, 4)
+                .unwrap_err()
+                .code,
             TlCode::NotFound
         );
         store.delete(key).unwrap();
         assert_eq!(store.get(key).unwrap_err().code, TlCode::NotFound);
-        assert_eq!(store.get_range(key, 0, 4).unwrap_err().code, TlCode::NotFound);
+        assert_eq!(
+            store.get_range(key, 0, 4).unwrap_err().code,
+            TlCode::NotFound
+        );
     }
 
     #[test]
@@ -1088,10 +1094,14 @@ mod tests {
         let local = Store::open(dir.0.join("warehouse").to_str().unwrap(), &options).unwrap();
         exercise(&local, false);
         exercise_cached(&local);
-        let err = Store::open("memory://", &[("timelake_cache_disk".into(), "big".into())])
-            .unwrap_err();
+        let err =
+            Store::open("memory://", &[("timelake_cache_disk".into(), "big".into())]).unwrap_err();
         assert_eq!(err.code, TlCode::Invalid);
-        assert!(err.message.contains("timelake_cache_disk"), "{}", err.message);
+        assert!(
+            err.message.contains("timelake_cache_disk"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -241,8 +241,8 @@ arrow::Result<Table> Table::EvolveSchema(
 arrow::Result<std::pair<Table, UpgradeReport>> Table::Upgrade(
     const UpgradeOptions& options) const {
   UpgradeReport report;
-  TIMELAKE_ASSIGN_OR_RAISE(auto table,
-                           internal::RunUpgrade(AfterBackground(state_), options, &report));
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto table, internal::RunUpgrade(AfterBackground(state_), options, &report));
   return std::make_pair(Table(std::move(table)), std::move(report));
 }
 

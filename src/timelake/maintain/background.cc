@@ -62,8 +62,9 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
     auto& slot = lake.maintenance[table->name.ToString()];
     previous = std::exchange(slot, run);
   }
-  versions::RunInBackground([run, previous = std::move(previous), table = std::move(table),
-                             partitions = std::move(partitions), max_commit_attempts] {
+  versions::RunInBackground([run, previous = std::move(previous),
+                             table = std::move(table), partitions = std::move(partitions),
+                             max_commit_attempts] {
     MaintainReport report;
     arrow::Status error;
     std::shared_ptr<const TableState> base = table;

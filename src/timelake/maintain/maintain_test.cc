@@ -3,8 +3,8 @@
 #include "timelake/maintain/maintain.h"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -671,13 +671,16 @@ TEST_P(Maintenance, FileBoundsAreEachColumnsMinAndMax) {
     ASSERT_TRUE((null ? b.AppendNull() : b.Append(r % 5 == 0)).ok());
     ASSERT_TRUE((null ? i32.AppendNull() : i32.Append(pick(-100000, 100000))).ok());
     ASSERT_TRUE(i64.Append(pick(-(1LL << 40), 1LL << 40) * 1000).ok());
-    ASSERT_TRUE(f32.Append(r == 11 ? NAN : static_cast<float>(pick(-5000, 5000)) / 7).ok());
+    ASSERT_TRUE(
+        f32.Append(r == 11 ? NAN : static_cast<float>(pick(-5000, 5000)) / 7).ok());
     ASSERT_TRUE((null ? f64.AppendNull() : f64.Append(pick(-5000, 5000) / 3.0)).ok());
     ASSERT_TRUE(d.Append(static_cast<int32_t>(pick(-1000, 30000))).ok());
-    const std::string bytes = {static_cast<char>(pick(0, 255)), static_cast<char>(pick(0, 255))};
+    const std::string bytes = {static_cast<char>(pick(0, 255)),
+                               static_cast<char>(pick(0, 255))};
     ASSERT_TRUE(bin.Append(bytes).ok());
     ASSERT_TRUE(t64.Append(pick(0, 86399999999)).ok());
-    ASSERT_TRUE(str.Append(std::string(static_cast<size_t>(pick(0, 12)), 'a' + r % 26)).ok());
+    ASSERT_TRUE(
+        str.Append(std::string(static_cast<size_t>(pick(0, 12)), 'a' + r % 26)).ok());
   }
   std::vector<std::shared_ptr<arrow::Array>> columns;
   for (arrow::ArrayBuilder* builder : std::initializer_list<arrow::ArrayBuilder*>{

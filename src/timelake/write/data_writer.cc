@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <string_view>
-#include <tuple>
 #include <future>
+#include <string_view>
 #include <thread>
+#include <tuple>
 
 #include <arrow/array.h>
 #include <arrow/builder.h>
@@ -34,7 +34,6 @@ namespace timelake::write {
 namespace cp = arrow::compute;
 
 namespace {
-
 
 int64_t FloorDiv(int64_t a, int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
@@ -75,7 +74,8 @@ std::vector<parquet::SortingColumn> SortingOf(const Layout& layout,
   };
   std::vector<parquet::SortingColumn> sorting;
   for (const auto& k : layout.series_key) sorting.push_back({leaf_index(k), false, true});
-  if (layout.time_column) sorting.push_back({leaf_index(*layout.time_column), false, true});
+  if (layout.time_column)
+    sorting.push_back({leaf_index(*layout.time_column), false, true});
   return sorting;
 }
 
@@ -214,7 +214,8 @@ void WriterBounds(const parquet::FileMetaData& md, const arrow::Schema& schema,
 
 // The min and max of a column, or nullopt (no values, or a type without
 // them), in Iceberg's serialization.
-std::optional<std::pair<std::string, std::string>> MinMaxBounds(const arrow::Datum& column) {
+std::optional<std::pair<std::string, std::string>> MinMaxBounds(
+    const arrow::Datum& column) {
   auto minmax = cp::MinMax(column);
   if (!minmax.ok()) return std::nullopt;  // bounds are optional
   const auto& s = minmax->scalar_as<arrow::StructScalar>();
@@ -272,17 +273,17 @@ struct RowKey {
 // distinct values are found by hashing and only they are sorted, so a batch
 // of many rows of few series costs O(rows), not O(rows log rows) string
 // comparisons. Types without a hash kernel rank by a sort of the column.
-arrow::Result<std::vector<uint32_t>> DenseRanks(const std::shared_ptr<arrow::Array>& column,
-                                               uint32_t* distinct) {
+arrow::Result<std::vector<uint32_t>> DenseRanks(
+    const std::shared_ptr<arrow::Array>& column, uint32_t* distinct) {
   const int64_t n = column->length();
   std::vector<uint32_t> ranks(static_cast<size_t>(n), 0);
   auto encoded = column->type_id() == arrow::Type::DICTIONARY
                      ? arrow::Result<arrow::Datum>(arrow::Datum(column))
                      : cp::DictionaryEncode(column);
   // DictionaryEncode makes int32 indices (so EncodeStrings' columns have).
-  if (encoded.ok() && static_cast<const arrow::DictionaryType&>(*encoded->type())
-                              .index_type()
-                              ->id() == arrow::Type::INT32) {
+  if (encoded.ok() &&
+      static_cast<const arrow::DictionaryType&>(*encoded->type()).index_type()->id() ==
+          arrow::Type::INT32) {
     const auto array = encoded->make_array();
     const auto& dict = static_cast<const arrow::DictionaryArray&>(*array);
     TIMELAKE_ASSIGN_OR_RAISE(
@@ -391,7 +392,8 @@ arrow::Result<std::shared_ptr<arrow::Table>> EncodeStrings(
     auto done = cp::DictionaryEncode(table->column(strings[k])->chunk(0));
     if (!done.ok()) return arrow::Status::OK();  // stays as it is
     auto array = done->make_array();
-    if (static_cast<const arrow::DictionaryArray&>(*array).dictionary()->length() <= n / 2) {
+    if (static_cast<const arrow::DictionaryArray&>(*array).dictionary()->length() <=
+        n / 2) {
       encoded[k] = std::move(array);
     }
     return arrow::Status::OK();
@@ -434,8 +436,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> Densify(
   for (int i = 0; i < batch->num_columns(); ++i) {
     auto column = batch->column(i);
     if (column->type_id() == arrow::Type::DICTIONARY) {
-      TIMELAKE_ASSIGN_OR_RAISE(auto dense,
-                               cp::Cast(*column, schema->field(i)->type()));
+      TIMELAKE_ASSIGN_OR_RAISE(auto dense, cp::Cast(*column, schema->field(i)->type()));
       column = std::move(dense);
     }
     columns.push_back(std::move(column));
@@ -681,9 +682,9 @@ arrow::Result<WriteOutput> WriteDataFiles(
     TIMELAKE_ASSIGN_OR_RAISE(auto candidates, TakeRows(*table, *ends));
     TIMELAKE_ASSIGN_OR_RAISE(auto batch, candidates->CombineChunksToBatch());
     TIMELAKE_ASSIGN_OR_RAISE(batch, Densify(batch, layout.schema));
-    TIMELAKE_ASSIGN_OR_RAISE(out.latest,
-                             LatestPerSeries({batch}, *layout.time_column,
-                                             layout.series_key, layout.ingest_column));
+    TIMELAKE_ASSIGN_OR_RAISE(
+        out.latest, LatestPerSeries({batch}, *layout.time_column, layout.series_key,
+                                    layout.ingest_column));
   }
   out.rows = table->num_rows();
 
@@ -858,10 +859,9 @@ arrow::Status SortedFileWriter::StartFile() {
   open->file.partition = partition_;
   const auto& schema = *layout_.schema;
   TIMELAKE_ASSIGN_OR_RAISE(open->sink, OpenSink(store_, open->file.key, layout_));
-  auto writer = parquet::arrow::FileWriter::Open(schema, arrow::default_memory_pool(),
-                                                 open->sink,
-                                                 WriterPropertiesOf(layout_, schema),
-                                                 ArrowPropertiesOf());
+  auto writer = parquet::arrow::FileWriter::Open(
+      schema, arrow::default_memory_pool(), open->sink,
+      WriterPropertiesOf(layout_, schema), ArrowPropertiesOf());
   if (!writer.ok()) {
     (void)open->sink->Abort();
     return writer.status();
