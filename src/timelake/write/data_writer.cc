@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <future>
 #include <string_view>
 #include <thread>
@@ -155,25 +154,21 @@ bool BoundsFromWriter(const arrow::DataType& type) {
   }
 }
 
-// a < b for two plain-encoded values of `type` (BoundsFromWriter).
+// a < b for two plain-encoded values of `type` (BoundsFromWriter), which
+// for these types is Iceberg's single-value serialization (format/bounds.h).
 bool PlainLess(const arrow::DataType& type, const std::string& a, const std::string& b) {
-  auto as = [](const std::string& bytes, auto zero) {
-    decltype(zero) v = zero;
-    if (bytes.size() == sizeof(v)) std::memcpy(&v, bytes.data(), sizeof(v));
-    return v;
-  };
   switch (type.id()) {
     case arrow::Type::INT32:
     case arrow::Type::DATE32:
-      return as(a, int32_t{0}) < as(b, int32_t{0});
+      return format::DecodeInt32(a).ValueOr(0) < format::DecodeInt32(b).ValueOr(0);
     case arrow::Type::INT64:
     case arrow::Type::TIMESTAMP:
     case arrow::Type::TIME64:
-      return as(a, int64_t{0}) < as(b, int64_t{0});
+      return format::DecodeInt64(a).ValueOr(0) < format::DecodeInt64(b).ValueOr(0);
     case arrow::Type::FLOAT:
-      return as(a, 0.0f) < as(b, 0.0f);
+      return format::DecodeFloat(a).ValueOr(0) < format::DecodeFloat(b).ValueOr(0);
     case arrow::Type::DOUBLE:
-      return as(a, 0.0) < as(b, 0.0);
+      return format::DecodeDouble(a).ValueOr(0) < format::DecodeDouble(b).ValueOr(0);
     default:  // bool (one byte), strings and binary: unsigned bytes
       return std::string_view(a) < std::string_view(b);
   }
