@@ -9,6 +9,7 @@
 #   make debug      debug build
 #   make asan       unit tests under ASAN+UBSAN
 #   make fuzz       every fuzz target under libFuzzer+ASAN+UBSAN for FUZZ_SECONDS each
+#   make soak       writers SIGKILLed at random for SOAK_SECONDS, local and S3, checked after each
 #   make format     clang-format the tree
 
 SHELL := /bin/bash
@@ -24,8 +25,10 @@ export CCACHE_NOHASHDIR ?= 1
 DEMO_WAREHOUSE ?= build/demo-warehouse
 DEMO_ARGS ?=
 FUZZ_SECONDS ?= 60
+SOAK_SECONDS ?= 1200
+SOAK_ARGS ?=
 
-.PHONY: all release debug asan fuzz demo test unit-test rust-test compat-test python-dev python-test setup setup-test format clean layers
+.PHONY: all release debug asan fuzz soak demo test unit-test rust-test compat-test python-dev python-test setup setup-test format clean layers
 
 all: release
 
@@ -104,6 +107,12 @@ fuzz:
 	  -DTIMELAKE_LIBFUZZER=ON -DTIMELAKE_BUILD_TESTS=OFF -DTIMELAKE_BUILD_PYTHON=OFF -DTIMELAKE_WERROR=ON >/dev/null
 	@cmake --build build/fuzz --target fuzz_targets -j $(JOBS)
 	fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
+
+# The soak (tests/reliability/soak.py; not part of `make test`): both targets
+# at once for SOAK_SECONDS; the summary also goes to build/soak/summary.md.
+soak: setup-test release
+	TIMELAKE_BIN=$(CURDIR)/build/release/timelake .venv/bin/python tests/reliability/soak.py \
+	  --seconds $(SOAK_SECONDS) --out build/soak/summary.md $(SOAK_ARGS)
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -2,6 +2,7 @@
 (PyIceberg, DuckDB with its iceberg extension, Timelake 0.7) against tables
 the `timelake` binary writes, and the binary against tables the peers write."""
 
+import contextlib
 import os
 import pathlib
 import subprocess
@@ -136,13 +137,14 @@ S3SERVER = ROOT / "scripts" / "s3server.py"
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 
 
-@pytest.fixture(scope="session")
-def s3_server():
-    """A private S3-compatible server for the whole session, started with
-    scripts/s3server.py and stopped (stdin closed) at the end. With
+@contextlib.contextmanager
+def running_s3_server():
+    """A private S3-compatible server, started with scripts/s3server.py and
+    stopped (stdin closed) when the block ends. With
     TIMELAKE_TEST_S3_ENDPOINT and TIMELAKE_TEST_S3_BUCKET set, that server
     instead (credentials from TIMELAKE_TEST_S3_ACCESS_KEY_ID,
-    TIMELAKE_TEST_S3_SECRET_ACCESS_KEY, TIMELAKE_TEST_S3_REGION)."""
+    TIMELAKE_TEST_S3_SECRET_ACCESS_KEY, TIMELAKE_TEST_S3_REGION). The soak
+    driver (tests/reliability/soak.py) starts its own with this too."""
     if os.environ.get("TIMELAKE_TEST_S3_ENDPOINT") and os.environ.get("TIMELAKE_TEST_S3_BUCKET"):
         yield S3Server({
             "endpoint": os.environ["TIMELAKE_TEST_S3_ENDPOINT"],
@@ -167,7 +169,8 @@ def s3_server():
         if not line:
             proc.kill()
             _, err = proc.communicate(timeout=30)
-            pytest.fail(f"{S3SERVER} did not start an S3 server:\n{err.decode(errors='replace')}")
+            raise RuntimeError(f"{S3SERVER} did not start an S3 server:\n"
+                               f"{err.decode(errors='replace')}")
         yield S3Server(json.loads(line))
     finally:
         if proc.poll() is None:
@@ -177,6 +180,14 @@ def s3_server():
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A private S3-compatible server for the whole session (see
+    running_s3_server)."""
+    with running_s3_server() as server:
+        yield server
 
 
 @pytest.fixture

@@ -37,3 +37,4 @@ cli_query = compat.cli_query
 referenced_files = compat.referenced_files
 s3_server = compat.s3_server
 s3_warehouse = compat.s3_warehouse
+running_s3_server = compat.running_s3_server
