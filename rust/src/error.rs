@@ -134,6 +134,31 @@ pub fn is_unreachable(err: &(dyn StdError + 'static)) -> bool {
     false
 }
 
+/// What went wrong on the wire, when an error's chain holds a transport
+/// failure: object_store words them all "error sending request", which does
+/// not tell a timeout (a slow endpoint, or a `timeout` set too short) from a
+/// connection the endpoint closed.
+pub fn transport_cause(err: &(dyn StdError + 'static)) -> Option<&'static str> {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(http) = e.downcast_ref::<object_store::client::HttpError>() {
+            use object_store::client::HttpErrorKind as K;
+            return match http.kind() {
+                K::Timeout => Some(
+                    "timed out waiting for an answer: see the storage options `timeout`, \
+                     default 30s, and `connect_timeout`, default 5s",
+                ),
+                K::Interrupted | K::Request => {
+                    Some("the connection was closed or reset before the answer arrived")
+                }
+                _ => None,
+            };
+        }
+        current = e.source();
+    }
+    None
+}
+
 /// Whether an error (or anything in its source chain) looks like a transient
 /// failure that is worth retrying: timeouts, connection resets, throttling
 /// and 5xx answers. object_store already retries these internally, so seeing
@@ -270,6 +295,23 @@ pub fn from_datafusion(err: &DataFusionError, phase: Phase) -> TlError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transport_causes_tell_a_timeout_from_a_reset() {
+        use object_store::client::{HttpError, HttpErrorKind as K};
+        let cause = |kind| {
+            let err = HttpError::new(kind, std::io::Error::other("error sending request"));
+            transport_cause(&err)
+        };
+        assert!(cause(K::Timeout).unwrap().starts_with("timed out"));
+        assert!(cause(K::Interrupted).unwrap().contains("closed or reset"));
+        assert!(cause(K::Request).unwrap().contains("closed or reset"));
+        // A refused connection has its own hint (Store::error); a body that
+        // does not decode is no transport failure.
+        assert_eq!(cause(K::Connect), None);
+        assert_eq!(cause(K::Decode), None);
+        assert_eq!(transport_cause(&std::io::Error::other("x")), None);
+    }
 
     #[test]
     fn transient_messages() {

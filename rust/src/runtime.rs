@@ -28,9 +28,33 @@ fn runtime() -> &'static Runtime {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("timelake-rt")
+            .on_thread_start(block_sigpipe)
             .build()
             .expect("failed to start the timelake tokio runtime")
     })
+}
+
+/// Blocks SIGPIPE on the calling thread. Every socket of the storage client
+/// is written from the runtime's threads (workers and blocking pool: all
+/// futures run there, see [`run`]); a write to a connection the peer has
+/// reset raises SIGPIPE, whose default action ends the whole process, and
+/// hyper writes request bodies with `writev`, which has no MSG_NOSIGNAL. Rust
+/// and Python programs ignore SIGPIPE, but the host of this library may not
+/// (the `timelake` CLI did not: a storage endpoint that reset a connection
+/// in the middle of an upload killed it). Blocked, the signal stays pending
+/// on the thread and the write fails with EPIPE, an error the client
+/// retries; the process's own disposition is left alone.
+fn block_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: `set` is a local sigset_t initialised by sigemptyset before
+    // use; pthread_sigmask only changes the calling thread's mask, and a
+    // null old-set pointer is allowed.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// A handle to the crate's runtime.
@@ -136,6 +160,26 @@ where
 mod tests {
     use super::*;
     use crate::error::TlCode;
+
+    /// Whether SIGPIPE is blocked on the calling thread.
+    #[cfg(unix)]
+    fn sigpipe_blocked() -> bool {
+        // SAFETY: `mask` is a local sigset_t that pthread_sigmask fills (a
+        // null new set only reads the mask); sigismember reads it.
+        unsafe {
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
+            libc::sigismember(&mask, libc::SIGPIPE) == 1
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn runtime_threads_block_sigpipe() {
+        assert!(run(async { sigpipe_blocked() }).unwrap(), "worker thread");
+        let blocking = run(async { tokio::task::spawn_blocking(sigpipe_blocked).await }).unwrap();
+        assert!(blocking.unwrap(), "blocking-pool thread");
+    }
 
     #[test]
     fn run_returns_value_and_catches_panics() {

@@ -23,7 +23,7 @@ use object_store::{
 use url::Url;
 
 use crate::cache::{CacheOptions, CachingStore};
-use crate::error::{is_unreachable, object_store_code, TlCode, TlError, TlResult};
+use crate::error::{is_unreachable, object_store_code, transport_cause, TlCode, TlError, TlResult};
 use crate::runtime;
 use crate::trace::{relative_key, storage_tracing_enabled, TracingStore};
 
@@ -277,6 +277,9 @@ impl Store {
                     self.url_of(key)
                 ),
             );
+        }
+        if let Some(cause) = transport_cause(&err) {
+            message.push_str(&format!(" ({cause})"));
         }
         if !is_unreachable(&err) {
             self.answered.store(true, Ordering::Relaxed);

@@ -2,111 +2,21 @@
 connections) are retried with backoff until the command succeeds; permanent
 ones (403, 404) are reported at once, without a second request.
 
-A small proxy in front of the session's S3 server forwards every request
-unchanged (the Host header too, so signatures stay valid) unless a rule
-says to answer it with an error or to drop the connection."""
+A small proxy (fault_proxy.py) in front of the session's S3 server forwards
+every request unchanged unless a rule says to answer it with an error or to
+drop the connection. test_s3_storms.py has the harder cases."""
 
 import datetime as dt
-import http.client
-import http.server
 import json
-import threading
-import urllib.parse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_cli
+from fault_proxy import FaultProxy
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
-              "proxy-authorization", "proxy-authenticate"}
-ERROR_CODES = {403: "AccessDenied", 404: "NoSuchKey", 500: "InternalError", 503: "SlowDown"}
-
-
-class FaultProxy:
-    """Forwards to `upstream`; `rule(method, path, query)` returns None to
-    forward, an HTTP status to answer with an S3 error instead, or "drop"
-    to drop the connection without an answer. Every request is logged as
-    (method, path, query, outcome)."""
-
-    def __init__(self, upstream):
-        self.upstream = urllib.parse.urlsplit(upstream)
-        self.rule = lambda method, path, query: None
-        self.log = []
-        self.lock = threading.Lock()
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def handle_any(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                url = urllib.parse.urlsplit(self.path)
-                with proxy.lock:
-                    outcome = proxy.rule(self.command, url.path, url.query)
-                    proxy.log.append((self.command, url.path, url.query, outcome))
-                if outcome == "drop":
-                    self.close_connection = True
-                    self.connection.shutdown(2)
-                    return
-                if outcome is not None:
-                    code = ERROR_CODES.get(outcome, "Injected")
-                    xml = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
-                           f"<Message>injected fault</Message></Error>").encode()
-                    self.send_response(outcome)
-                    self.send_header("Content-Type", "application/xml")
-                    self.send_header("Content-Length", str(len(xml)))
-                    self.end_headers()
-                    if self.command != "HEAD":
-                        self.wfile.write(xml)
-                    return
-                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port,
-                                                  timeout=60)
-                try:
-                    conn.putrequest(self.command, self.path, skip_host=True,
-                                    skip_accept_encoding=True)
-                    for k, v in self.headers.items():
-                        if k.lower() not in HOP_BY_HOP:
-                            conn.putheader(k, v)
-                    conn.endheaders(body)
-                    response = conn.getresponse()
-                    data = response.read()
-                finally:
-                    conn.close()
-                self.send_response(response.status)
-                for k, v in response.getheaders():
-                    # A HEAD answer keeps the object's length.
-                    if k.lower() not in HOP_BY_HOP and (
-                            k.lower() != "content-length" or self.command == "HEAD"):
-                        self.send_header(k, v)
-                if self.command != "HEAD":
-                    self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
-                                       daemon=True)
-        self.thread.start()
-
-    def outcomes(self, predicate=lambda method, path, query: True):
-        with self.lock:
-            return [o for m, p, q, o in self.log if predicate(m, p, q)]
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -493,7 +493,12 @@ class AppendCommand : public Command {
                                   : ""));
       }
     }
-    return st.WithMessage(st.message(), " (nothing was committed)");
+    // A transient failure (the storage client's and the Store's retries ran
+    // out) says that the same command may well succeed later.
+    return st.WithMessage(
+        st.message(), IsRetryable(st) ? " (nothing was committed; the storage failure "
+                                        "is transient: run the append again)"
+                                      : " (nothing was committed)");
   }
 
   // Reads every file into `table`: as one commit of Table::Append(reader),
