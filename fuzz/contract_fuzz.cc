@@ -133,7 +133,8 @@ void CheckRoundTrip(const internal::Contract& c) {
   auto again = internal::ParseContract(*props);
   TL_FUZZ_CHECK(again.ok(), "new table properties do not parse: %s",
                 again.status().ToString().c_str());
-  TL_FUZZ_CHECK(again->time_column == c.time_column && again->series_key == c.series_key &&
+  TL_FUZZ_CHECK(again->time_column == c.time_column &&
+                    again->series_key == c.series_key &&
                     again->compression == c.compression &&
                     again->compression_level == c.compression_level &&
                     again->row_group_rows == c.row_group_rows &&

@@ -67,16 +67,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     TL_FUZZ_CHECK(raw.size() == decoded.size(), "'%.*s' gains a segment when decoded",
                   static_cast<int>(path.size()), path.data());
     for (const auto& segment : decoded) {
-      TL_FUZZ_CHECK(segment != "." && segment != ".." &&
-                        segment.find('\\') == std::string::npos,
-                    "'%.*s' passes with a segment '%s'", static_cast<int>(path.size()),
-                    path.data(), segment.c_str());
+      TL_FUZZ_CHECK(
+          segment != "." && segment != ".." && segment.find('\\') == std::string::npos,
+          "'%.*s' passes with a segment '%s'", static_cast<int>(path.size()), path.data(),
+          segment.c_str());
     }
   } else {
     const auto length = rest::ParseContentLength(input);
-    const bool digits =
-        !input.empty() && input.size() <= 19 &&
-        input.find_first_not_of("0123456789") == std::string_view::npos;
+    const bool digits = !input.empty() && input.size() <= 19 &&
+                        input.find_first_not_of("0123456789") == std::string_view::npos;
     TL_FUZZ_CHECK(length.has_value() == digits, "Content-Length '%.*s' %s",
                   static_cast<int>(input.size()), input.data(),
                   digits ? "refused" : "accepted");

@@ -108,7 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto again = read::RollupDefinitionOf(name, stored, *contract);
   TL_FUZZ_CHECK(again.ok() && *again, "the stored definition does not decode: %s",
                 again.ok() ? "not a rollup" : again.status().ToString().c_str());
-  TL_FUZZ_CHECK((*again)->source == (*def)->source && (*again)->groups == (*def)->groups &&
+  TL_FUZZ_CHECK((*again)->source == (*def)->source &&
+                    (*again)->groups == (*def)->groups &&
                     (*again)->bucket_column == (*def)->bucket_column &&
                     (*again)->bucket == (*def)->bucket &&
                     (*again)->aggregates == (*def)->aggregates,

@@ -81,9 +81,15 @@ struct KnownFunction {
   bool needs_column;
 };
 constexpr KnownFunction kFunctions[] = {
-    {"count", false},         {"sum", true},        {"min", true},
-    {"max", true},            {"avg", true},        {"first_value", true},
-    {"last_value", true},     {"m4", true},         {"time_weighted_mean", true},
+    {"count", false},
+    {"sum", true},
+    {"min", true},
+    {"max", true},
+    {"avg", true},
+    {"first_value", true},
+    {"last_value", true},
+    {"m4", true},
+    {"time_weighted_mean", true},
     {"time_weighted_mean:linear", true},
 };
 
@@ -186,7 +192,8 @@ arrow::Result<std::optional<RollupDefinition>> RollupDefinitionOf(
   auto malformed = [&](const json& entry, const std::string& why) {
     return Corrupt(context + ": " + internal::property::kRollupAggregates +
                    " holds a malformed entry " +
-                   entry.dump(-1, ' ', false, json::error_handler_t::replace) + ": " + why);
+                   entry.dump(-1, ' ', false, json::error_handler_t::replace) + ": " +
+                   why);
   };
   for (const auto& a : list) {
     if (!a.is_object() || !a.contains("name") || !a["name"].is_string() ||
