@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import datetime as _dt
+import numbers as _numbers
 import os
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -115,22 +116,40 @@ def flush() -> None:
 atexit.register(_timelake.flush)
 
 
-def _text(value: Any) -> str:
-    """A setting's or property's value as the engine reads it."""
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _str_arg(value: Any, what: str) -> str:
+    """``value`` when it is a str; a TypeError naming the argument otherwise (the native
+    layer's own would only list the signatures)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {_type_name(value)}")
+    return value
+
+
+def _text(value: Any, what: str = "value") -> str:
+    """A setting's or property's value as the engine reads it: text, a number, a bool
+    or a ``timedelta``. Anything else (a list, None, bytes, an object) is a TypeError
+    naming ``what`` rather than its ``str()`` stored as the value."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, _dt.timedelta):
         millis = round(value.total_seconds() * 1000)
         return f"{millis}ms"
-    return str(value)
+    if isinstance(value, (str, _numbers.Real)):
+        return str(value)
+    raise TypeError(
+        f"{what} must be a str, number, bool or datetime.timedelta, got {_type_name(value)}"
+    )
 
 
 def _text_map(values: Optional[Mapping[str, Any]], what: str) -> dict[str, str]:
     if values is None:
         return {}
     if not isinstance(values, Mapping):
-        raise TypeError(f"{what} must be a mapping of names to values, got {type(values).__name__}")
-    return {str(k): _text(v) for k, v in values.items()}
+        raise TypeError(f"{what} must be a mapping of names to values, got {_type_name(values)}")
+    return {_str_arg(k, f"a key of {what}"): _text(v, f"{what}[{k!r}]") for k, v in values.items()}
 
 
 def _arrow_data(data: Any) -> Any:
@@ -142,7 +161,7 @@ def _arrow_data(data: Any) -> Any:
     if _is_pandas(data):
         return _pa.Table.from_pandas(data, preserve_index=False)
     raise TypeError(
-        "expected Arrow data (an object with __arrow_c_stream__ or __arrow_c_array__: a "
+        "data must be Arrow data (an object with __arrow_c_stream__ or __arrow_c_array__: a "
         "pyarrow Table, RecordBatch or RecordBatchReader, a polars DataFrame, a DuckDB "
         f"relation) or a pandas DataFrame, got {type(data).__module__}.{type(data).__qualname__}"
     )
@@ -248,7 +267,12 @@ class Table:
             raise TypeError(
                 f"properties must be a mapping of names to values, got {type(properties).__name__}"
             )
-        changes = {str(k): (None if v is None else _text(v)) for k, v in properties.items()}
+        changes = {
+            _str_arg(k, "a key of properties"): (
+                None if v is None else _text(v, f"properties[{k!r}]")
+            )
+            for k, v in properties.items()
+        }
         self._native = self._native.set_properties(changes)
 
     def append(
@@ -434,6 +458,10 @@ class Table:
         again. ``snapshots()`` lists the ids. Raises NotFoundError for a snapshot the table
         does not keep (nothing is written).
         """
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, _numbers.Integral):
+            raise TypeError(
+                f"snapshot_id must be an int (an id from snapshots()), got {_type_name(snapshot_id)}"
+            )
         self._native = self._native.rollback(int(snapshot_id))
 
     def snapshots(self) -> list[SnapshotInfo]:
@@ -498,8 +526,16 @@ class Lake:
         storage_options: Optional[Mapping[str, Any]] = None,
         settings: Optional[Mapping[str, Any]] = None,
     ) -> None:
+        if not isinstance(location, (str, os.PathLike)):
+            raise TypeError(
+                "location must be a str or os.PathLike (a path, or a URL such as "
+                f"'s3://bucket/prefix'), got {_type_name(location)}"
+            )
+        path = os.fspath(location)
+        if not isinstance(path, str):
+            raise TypeError(f"location must be a text path, got {_type_name(path)}")
         self._native = _timelake.Lake(
-            os.fspath(location),
+            path,
             _text_map(storage_options, "storage_options"),
             _text_map(settings, "settings"),
         )
@@ -527,7 +563,7 @@ class Lake:
         NotFoundError when there is no such table, InvalidError for a bad name,
         CorruptError for metadata that does not parse.
         """
-        return Table(self, self._native.load_table(name))
+        return Table(self, self._native.load_table(_str_arg(name, "name")))
 
     def create_table(
         self,
@@ -561,7 +597,7 @@ class Lake:
             keys = [str(k) for k in (series_key or [])]
         props = _text_map(properties, "properties")
         if retention is not None:
-            props["timelake.retention"] = _text(retention)
+            props["timelake.retention"] = _text(retention, "retention")
         return Table(
             self,
             self._native.create_table(
@@ -574,7 +610,7 @@ class Lake:
 
         Raises NotFoundError when there is no such table.
         """
-        self._native.drop_table(name)
+        self._native.drop_table(_str_arg(name, "name"))
 
     def sql(self, query: str, namespace: str = "default") -> _pa.Table:
         """Runs one SQL statement and returns its result as a ``pyarrow.Table``.
@@ -586,7 +622,9 @@ class Lake:
         the query. Raises InvalidError for SQL that does not parse or plan (with
         DataFusion's message), NotFoundError, StorageError, CorruptError.
         """
-        return _read_all(self._native.sql(query, namespace))
+        return _read_all(
+            self._native.sql(_str_arg(query, "query"), _str_arg(namespace, "namespace"))
+        )
 
     def sql_reader(self, query: str, namespace: str = "default") -> _pa.RecordBatchReader:
         """Runs one SQL statement and streams its result as a ``pyarrow.RecordBatchReader``.
@@ -597,7 +635,9 @@ class Lake:
         It can be read once. Errors of planning raise here (as ``sql``); errors while
         running surface from the reader as pyarrow's exceptions with the engine's message.
         """
-        return _pa.RecordBatchReader.from_stream(self._native.sql_reader(query, namespace))
+        return _pa.RecordBatchReader.from_stream(
+            self._native.sql_reader(_str_arg(query, "query"), _str_arg(namespace, "namespace"))
+        )
 
     def latest(self, table: Union[str, Table]) -> _pa.Table:
         """The newest row of every series of a table, as a ``pyarrow.Table``.
@@ -605,10 +645,10 @@ class Lake:
         Answered from the table's last-value index when it is current, else by a scan.
         Raises InvalidError for a plain table (no time column), NotFoundError.
         """
-        name = table.name if isinstance(table, Table) else table
+        name = table.name if isinstance(table, Table) else _str_arg(table, "table")
         return _read_all(self._native.latest(name))
 
     def explain_analyze(self, query: str) -> str:
         """EXPLAIN ANALYZE of a query: Timelake's file pruning per table scan, then
         DataFusion's executed plan with its metrics."""
-        return self._native.explain_analyze(query)
+        return self._native.explain_analyze(_str_arg(query, "query"))

@@ -341,6 +341,26 @@ pub fn bucket_of(expr: &Expr, time: &str, folder: &ExprSimplifier) -> Option<Buc
     }
 }
 
+/// The name a user wrote of a bucket function over the time column `time`
+/// (`time_bucket`, `date_bin` or `date_trunc`) that `bucket_of` did not take:
+/// its width, unit or origin is not one a rollup stores.
+fn bucket_function_of(expr: &Expr, time: &str) -> Option<&'static str> {
+    let expr = match expr {
+        Expr::Alias(a) => a.expr.as_ref(),
+        other => other,
+    };
+    let Expr::ScalarFunction(f) = expr else {
+        return None;
+    };
+    let name = match f.func.name() {
+        "date_bin" => "time_bucket/date_bin",
+        "date_trunc" | "datetrunc" => "date_trunc",
+        _ => return None,
+    };
+    let source = f.args.get(1)?;
+    (column_of(source)? == time).then_some(name)
+}
+
 /// An aggregate a rollup stores, by the names Timelake 0.7 gives them in
 /// `timelake.rollup-aggregates` ("count" without a column is `count(*)`;
 /// "time_weighted_mean:linear" the linear method).
@@ -550,10 +570,20 @@ pub async fn describe(ctx: &SessionContext, select: &str) -> TlResult<String> {
                 )))
             }
             other => {
+                if let Some(function) = bucket_function_of(other, &time) {
+                    return Err(invalid(format!(
+                        "buckets by {function}(…, {time}), which is neither a fixed width nor whole \
+                         months: the width must be a constant positive interval of whole \
+                         seconds, minutes, hours, days or weeks (INTERVAL '1 hour') or of \
+                         months alone (INTERVAL '3 months'), never both, any origin a \
+                         constant, and date_trunc's unit second, minute, hour, day, week, \
+                         month, quarter or year"
+                    )));
+                }
                 return Err(invalid(format!(
                     "groups by columns and time_bucket(<width>, {time}) (or date_trunc), not \
                      by {other}"
-                )))
+                )));
             }
         }
     }

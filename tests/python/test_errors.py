@@ -1,5 +1,6 @@
 """One exception class per error kind, with the engine's messages."""
 
+import hashlib
 import pathlib
 
 import pyarrow as pa
@@ -69,6 +70,82 @@ def test_type_errors(table):
         table.append([1, 2])
     with pytest.raises(TypeError):
         table.append(readings(3), commit_rows="10")
+
+
+def stored(root):
+    """Every file below `root` with the SHA-256 of its contents."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(pathlib.Path(root).rglob("*")) if p.is_file()}
+
+
+def test_wrong_types_name_the_argument_and_change_nothing(lake, table):
+    """Each call with an argument of the wrong type raises TypeError naming the argument
+    and the type it got (not the native layer's list of signatures, not a value quietly
+    converted), before anything is written."""
+    table.append(readings(20))
+    timelake.flush()
+    root = table.location.removeprefix("file://").rsplit("/iot/", 1)[0]
+    snapshot = table.snapshot_id
+    before = stored(root)
+    calls = [
+        ("location must be a str or os.PathLike .*got int",
+         lambda: timelake.Lake(123)),
+        ("location must be a str or os.PathLike .*got NoneType",
+         lambda: timelake.Lake(None)),
+        ("location must be a str or os.PathLike .*got bytes",
+         lambda: timelake.Lake(b"/tmp/w")),
+        (r"settings\['timelake.read_dedup'\] must be a str, number, bool or "
+         r"datetime.timedelta, got list",
+         lambda: timelake.Lake(root, settings={"timelake.read_dedup": [False]})),
+        (r"settings\['timelake.read_dedup'\] .*got NoneType",
+         lambda: timelake.Lake(root, settings={"timelake.read_dedup": None})),
+        ("a key of settings must be a str, got int",
+         lambda: timelake.Lake(root, settings={1: "x"})),
+        ("storage_options must be a mapping of names to values, got str",
+         lambda: timelake.Lake(root, storage_options="aws_region=x")),
+        ("data must be Arrow data .*got builtins.str",
+         lambda: table.append("not a table")),
+        ("data must be Arrow data .*got builtins.NoneType",
+         lambda: table.append(None)),
+        ("query must be a str, got NoneType",
+         lambda: lake.sql(None)),
+        ("query must be a str, got bytes",
+         lambda: lake.sql(b"SELECT 1")),
+        ("namespace must be a str, got int",
+         lambda: lake.sql("SELECT 1", namespace=1)),
+        ("query must be a str, got int",
+         lambda: lake.sql_reader(7)),
+        ("name must be a str, got int",
+         lambda: lake.table(5)),
+        ("name must be a str, got NoneType",
+         lambda: lake.drop_table(None)),
+        ("table must be a str, got int",
+         lambda: lake.latest(3)),
+        ("snapshot_id must be an int .*got str",
+         lambda: table.rollback("abc")),
+        ("snapshot_id must be an int .*got str",
+         lambda: table.rollback(str(snapshot))),
+        ("snapshot_id must be an int .*got float",
+         lambda: table.rollback(float(snapshot))),
+        ("snapshot_id must be an int .*got bool",
+         lambda: table.rollback(True)),
+        (r"properties\['timelake.retention'\] must be a str, number, bool or "
+         r"datetime.timedelta, got list",
+         lambda: table.set_properties({"timelake.retention": ["90d"]})),
+        ("properties must be a mapping of names to values, got list",
+         lambda: table.set_properties([("owner", "ops")])),
+        (r"properties\['owner'\] .*got dict",
+         lambda: lake.create_table("iot.other", SCHEMA, properties={"owner": {"a": 1}})),
+        ("retention must be a str, number, bool or datetime.timedelta, got list",
+         lambda: lake.create_table("iot.other", SCHEMA, time_column="time",
+                                      retention=["90d"])),
+    ]
+    for message, call in calls:
+        with pytest.raises(TypeError, match=message):
+            call()
+        assert stored(root) == before, message
+    assert lake.tables() == ["iot.readings"]
+    assert lake.table("iot.readings").snapshot_id == snapshot
 
 
 def test_config(tmp_path):

@@ -447,3 +447,168 @@ def test_latest_with_corrupt_index_scans_instead(warehouse, tmp_path):
     before = storage_state(warehouse)
     assert latest() == expected
     assert storage_state(warehouse) == before
+
+
+# -- the new surfaces: rollups, upgrade, rollback, schema changes ------------
+
+HOURLY = "time_bucket(INTERVAL '1 hour', time)"
+
+
+def rollup(name, select):
+    return ["sql", f"CREATE MATERIALIZED ROLLUP {name} AS {select}"]
+
+
+def hourly(aggregate, table=TABLE):
+    return f"SELECT dev, {HOURLY} AS b, {aggregate} FROM {table} GROUP BY dev, b"
+
+
+ROLLUP = [
+    case("rollup-unsupported-aggregate-median", rollup("bad.r", hourly("median(v)")),
+         r"bad\.r", r"median\(.*v\)", "isn't an aggregate a rollup stores"),
+    case("rollup-unsupported-aggregate-stddev", rollup("bad.r", hourly("stddev(v)")),
+         r"bad\.r", r"stddev\(.*v\)", "isn't an aggregate a rollup stores"),
+    case("rollup-no-time-bucket",
+         rollup("bad.r", f"SELECT dev, max(v) FROM {TABLE} GROUP BY dev"),
+         r"bad\.r", "GROUP BY time_bucket"),
+    case("rollup-time-column-without-bucket",
+         rollup("bad.r", f"SELECT dev, time, max(v) FROM {TABLE} GROUP BY dev, time"),
+         r"bad\.r", "groups by a bucket of time, not by time itself"),
+    # Buckets: a fixed width of whole seconds or whole months, from 1970-01-01.
+    case("rollup-bucket-months-and-days",
+         rollup("bad.r", hourly("max(v)").replace(HOURLY,
+                                                  "time_bucket(INTERVAL '1 month 1 day', time)")),
+         r"bad\.r", "neither a fixed width nor whole months"),
+    case("rollup-bucket-negative-width",
+         rollup("bad.r", hourly("max(v)").replace(HOURLY, "time_bucket(INTERVAL '-1 hour', time)")),
+         r"bad\.r", "neither a fixed width nor whole months"),
+    case("rollup-bucket-width-from-a-column",
+         rollup("bad.r", hourly("max(v)").replace(
+             HOURLY, "time_bucket(arrow_cast(concat(seq, ' seconds'), "
+                     "'Interval(MonthDayNano)'), time)")),
+         r"bad\.r", "neither a fixed width nor whole months", "constant"),
+    case("rollup-bucket-origin-from-a-column",
+         rollup("bad.r", hourly("max(v)").replace(
+             HOURLY, "time_bucket(INTERVAL '1 hour', time, time)")),
+         r"bad\.r", "neither a fixed width nor whole months", "origin a constant"),
+    case("rollup-bucket-not-whole-seconds",
+         rollup("bad.r", hourly("max(v)").replace(
+             HOURLY, "time_bucket(INTERVAL '1.5 seconds', time)")),
+         r"bad\.r", "whole seconds"),
+    case("rollup-bucket-weeks-from-monday",
+         rollup("bad.r", hourly("max(v)").replace(HOURLY, "date_trunc('week', time)")),
+         r"bad\.r", "start at 1970-01-01", "7d start 4d after it", "Mondays"),
+    case("rollup-bucket-too-wide",
+         rollup("bad.r", hourly("max(v)").replace(
+             HOURLY, "time_bucket(INTERVAL '100000 years', time)")),
+         r"bad\.r", "wider than 10000 years"),
+    case("rollup-statement-name-of-three-parts",
+         ["sql", "DROP MATERIALIZED ROLLUP bad.r.x"],
+         r"bad\.r\.x", "more than namespace.table"),
+    case("rollup-of-missing-table", rollup("bad.r", hourly("max(v)", table="bad.nope")),
+         r"bad\.r", r"bad\.nope", "not found"),
+    case("rollup-of-missing-namespace", rollup("bad.r", hourly("max(v)", table="nowhere.t")),
+         r"bad\.r", r"nowhere\.t", "not found"),
+    case("rollup-named-as-its-raw-table", rollup(TABLE, hourly("max(v)")),
+         r"bad\.t", "already exists"),
+]
+
+
+@pytest.mark.parametrize("bad", ROLLUP)
+def test_bad_rollup_is_refused(bad, warehouse, inputs):
+    assert_refused(warehouse, bad.args(inputs), bad.expect)
+
+
+def test_rollup_name_collisions_are_refused(warehouse, inputs):
+    """A rollup's name taken by a rollup or by another table, and the other way."""
+    run_cli("-w", warehouse, *rollup("bad.r", hourly("max(v) AS hottest")))
+    run_cli("-w", warehouse, "create", "bad.other", "--schema-from", inputs / "good.parquet")
+    assert_refused(warehouse, rollup("bad.r", hourly("min(v) AS coldest")),
+                   [r"bad\.r", "already exists"])
+    assert_refused(warehouse, rollup("bad.other", hourly("min(v)")),
+                   [r"bad\.other", "already exists"])
+    assert_refused(warehouse, create("bad.r")(inputs), [r"bad\.r", "already exists"])
+
+
+def not_a_table(w):
+    """Folders below the warehouse that are no table (each a name of namespace bad)."""
+    (w / "bad" / "empty").mkdir()
+    junk = w / "bad" / "junk"
+    (junk / "data").mkdir(parents=True)
+    (junk / "notes.txt").write_text("not a table\n")
+    (junk / "data" / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    odd = w / "bad" / "odd"
+    (odd / "metadata").mkdir(parents=True)
+    (odd / "metadata" / "README.md").write_text("# no versions here\n")
+    (odd / "metadata" / "snap-1.avro").write_bytes(b"Obj\x01" + bytes(60))
+
+
+NO_TABLE = "but no metadata/v<N>.metadata.json, so it is no table"
+
+
+@pytest.mark.parametrize("name,expect", [
+    ("bad.empty", []),
+    ("bad.junk", [re.escape("bad/junk/ holds data/, notes.txt " + NO_TABLE)]),
+    ("bad.odd", [re.escape("bad/odd/ holds metadata/ " + NO_TABLE)]),
+    ("bad.nope", []),
+    ("nowhere.t", []),
+], ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_upgrade_of_what_is_not_a_table_is_refused(name, expect, dry, warehouse):
+    not_a_table(warehouse)
+    line = assert_refused(warehouse, ["upgrade", name, *dry],
+                          [rf"table {re.escape(name)} not found in file://W", *expect])
+    if not expect:
+        assert line.endswith("not found in file://W"), line
+
+
+def test_upgrade_in_a_warehouse_that_does_not_exist_is_refused(tmp_path):
+    nowhere = tmp_path / "nowhere"
+    assert_refused(nowhere, ["upgrade", TABLE], ["no warehouse at W"])
+    assert not nowhere.exists()
+
+
+def snapshots(w):
+    out = run_cli("-w", w, "info", TABLE, "--snapshots", "--format", "json").stdout
+    return [s["snapshot_id"] for s in json.loads(out)]
+
+
+def test_rollback_to_an_expired_or_unknown_snapshot_is_refused(warehouse, inputs):
+    first = snapshots(warehouse)
+    for _ in range(3):
+        run_cli("-w", warehouse, "append", TABLE, inputs / "good.parquet")
+    run_cli("-w", warehouse, "alter", TABLE, "--set", "timelake.snapshot-retention=0s",
+            "--set", "timelake.min-snapshots=1")
+    run_cli("-w", warehouse, "maintain", TABLE)
+    kept = snapshots(warehouse)
+    expired = [s for s in first if s not in kept]
+    assert expired, f"maintain expired none of {first} (kept {kept})"
+    assert_refused(warehouse, ["rollback", TABLE, str(expired[0])],
+                   [re.escape(TABLE), rf"snapshot {expired[0]}\b", "expired"])
+    never = max(first + kept) + 1
+    assert_refused(warehouse, ["rollback", TABLE, str(never)],
+                   [re.escape(TABLE), rf"no snapshot {never}\b", "info --snapshots"])
+    assert_refused(warehouse, ["rollback", TABLE, "abc"], ["snapshot", "abc"])
+    assert_refused(warehouse, ["rollback", TABLE, "-5"], ["snapshot", "-5"])
+
+
+SCHEMA_CHANGES = [
+    case("alter-widen-time-column", alter("time:int64", verb="--widen-column"),
+         r"bad\.t", "'time'", "time column"),
+    case("alter-rename-time-column", alter("time:t", verb="--rename-column"),
+         r"bad\.t", "'time'", "time column"),
+    case("alter-widen-series-key-column", alter("dev:int64", verb="--widen-column"),
+         r"bad\.t", "'dev'", "series key"),
+    case("alter-rename-series-key-column", alter("dev:device", verb="--rename-column"),
+         r"bad\.t", "'dev'", "series key"),
+    case("alter-rename-ingest-time-column", alter("_ingest_ts:x", verb="--rename-column"),
+         r"bad\.t", "'_ingest_ts'"),
+    case("alter-add-column-named-as-time", alter("time:int64", verb="--add-column"),
+         r"bad\.t", "'time'", "already"),
+    case("sql-drop-time-column", ["sql", f"ALTER TABLE {TABLE} DROP COLUMN time"],
+         r"alter table|not (implemented|supported)|unsupported"),
+]
+
+
+@pytest.mark.parametrize("bad", SCHEMA_CHANGES)
+def test_schema_change_breaking_the_layout_is_refused(bad, warehouse, inputs):
+    assert_refused(warehouse, bad.args(inputs), bad.expect)

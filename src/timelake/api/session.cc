@@ -38,6 +38,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::SqlStream(
     std::string_view sql) {
   TIMELAKE_ASSIGN_OR_RAISE(auto statements, Parse(sql));
   if (statements.size() == 1 && statements[0].kind == Statement::Kind::kRollup &&
+      !statements[0].rollup) {
+    // A rollup statement without its ';' that does not parse: Parse leaves it
+    // be, as a shell is still waiting for the rest, but here the text is all
+    // there is, so it is read as ended to report what is wrong with it (not
+    // DataFusion's parser error on "MATERIALIZED").
+    TIMELAKE_ASSIGN_OR_RAISE(statements, Parse(statements[0].text + "\n;"));
+  }
+  if (statements.size() == 1 && statements[0].kind == Statement::Kind::kRollup &&
       statements[0].rollup) {
     return rollup::Execute(state_->lake, *statements[0].rollup);
   }

@@ -6,6 +6,7 @@
 // table whose rows a rollup does not reflect yet ("dirty": files committed
 // or removed since the raw snapshot its last refresh read). The routing
 // itself is the engine's (rust/src/routing.rs); refreshing is rollup/'s.
+// A definition's decoder, of bytes as stored, is rollup_definition.h's.
 //
 // Thread safety: the functions are pure, or read through the lake's caches.
 
@@ -20,67 +21,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "timelake/read/rollup_definition.h"
 #include "timelake/state/state.h"
 
 namespace timelake::read {
 
-// A rollup's time bucket: a fixed width (whole seconds, from the epoch, as
-// Timelake 0.7 stores it) or whole calendar months (UTC, from 1970-01).
-struct Bucket {
-  int64_t width_us = 0;  // fixed width; 0 for months
-  int64_t months = 0;    // months; 0 for a fixed width
-
-  // The start of the bucket holding `t` (microseconds since the epoch) and
-  // of the one after the bucket starting at `start`.
-  int64_t Floor(int64_t t) const;
-  int64_t Next(int64_t start) const;
-  // The smallest bucket start at or after `t`.
-  int64_t Ceil(int64_t t) const;
-
-  // "1h", "90m", "7d", "2s" (the largest unit that divides it, as 0.7
-  // writes timelake.rollup-bucket), or "1mo", "3mo" for months.
-  std::string ToText() const;
-  // The inverse of ToText (also "15 minutes" and the other forms of
-  // ParseDuration). Errors: kInvalid naming the text.
-  static arrow::Result<Bucket> Parse(std::string_view text);
-  // The bucket expression of the rollup's refresh over `time_sql` (a quoted
-  // column), e.g. date_bin(INTERVAL '3600 seconds', "time").
-  std::string Sql(const std::string& time_sql) const;
-  // As the engine reads it (timelake_platform.h, the `rollups` answer).
-  nlohmann::json ToJson() const;
-
-  bool operator==(const Bucket&) const = default;
-};
-
-// One stored aggregate, as 0.7 lists them in timelake.rollup-aggregates:
-// {"name": column, "function": "count" | "sum" | "min" | "max" | "avg" |
-// "first_value" | "last_value" | "m4" | "time_weighted_mean" |
-// "time_weighted_mean:linear", "column": raw column (absent: count(*))}.
-struct RollupAggregate {
-  std::string name;
-  std::string function;
-  std::optional<std::string> column;
-
-  bool operator==(const RollupAggregate&) const = default;
-};
-
-// A rollup's definition, from its table's properties.
-struct RollupDefinition {
-  std::string source;               // the raw table, "ns.table"
-  std::vector<std::string> groups;  // = the rollup's series key
-  std::string bucket_column;        // = the rollup's time column
-  Bucket bucket;
-  std::vector<RollupAggregate> aggregates;
-};
-
-// The definition of a rollup table, nullopt for a table that is not one (no
-// timelake.rollup-source). Errors: kCorrupt naming the property that does not
-// parse.
+// RollupDefinitionOf (rollup_definition.h) of a loaded table: its name,
+// properties and contract.
 arrow::Result<std::optional<RollupDefinition>> RollupDefinitionOf(
     const internal::TableState& table);
-
-// The JSON text of timelake.rollup-aggregates.
-std::string AggregatesJson(const std::vector<RollupAggregate>& aggregates);
 
 // The rollups a raw table lists (timelake.rollups), as written.
 std::vector<std::string> RollupNamesOf(const format::TableMetadata& metadata);

@@ -14,10 +14,14 @@ namespace timelake {
 
 namespace {
 
+// The white space of std::isspace, which Parse splits by: also vertical
+// tabs and form feeds.
+constexpr char kSpaces[] = " \t\r\n\v\f";
+
 std::string Trim(std::string_view text) {
-  const size_t first = text.find_first_not_of(" \t\r\n");
+  const size_t first = text.find_first_not_of(kSpaces);
   if (first == std::string_view::npos) return "";
-  const size_t last = text.find_last_not_of(" \t\r\n");
+  const size_t last = text.find_last_not_of(kSpaces);
   return std::string(text.substr(first, last - first + 1));
 }
 

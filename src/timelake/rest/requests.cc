@@ -2,6 +2,8 @@
 
 #include "timelake/rest/requests.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "timelake/timelake.h"
@@ -200,6 +202,36 @@ arrow::Result<Update> ParseUpdate(const json& u) {
 }
 
 }  // namespace
+
+bool PathStepsOut(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  std::string lower(path);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower.find("%2f") != std::string::npos || lower.find("%5c") != std::string::npos ||
+      lower.find("%2e") != std::string::npos || path.find('\\') != std::string::npos) {
+    return true;
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string_view segment = path.substr(start, end - start);
+    if (segment == "." || segment == "..") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+std::optional<uint64_t> ParseContentLength(std::string_view text) {
+  if (text.empty() || text.size() > 19) return std::nullopt;
+  uint64_t length = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    length = length * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  return length;
+}
 
 arrow::Result<std::string> DecodeNamespace(std::string_view segment) {
   if (segment.find('\x1f') != std::string_view::npos) {

@@ -29,6 +29,20 @@
 
 namespace timelake::rest {
 
+// The checks `timelake serve` makes of a request's head before routing it
+// (the HTTP parsing itself is cpp-httplib's; fuzz/rest_http_fuzz.cc runs
+// these on arbitrary bytes):
+//
+// Whether `target`, the request target as sent (path and query, before
+// percent escapes are undone), tries to step out of its path segment: an
+// encoded slash, backslash or dot, a backslash, or a "." or ".." segment.
+// Such a request is refused whole (400).
+bool PathStepsOut(std::string_view target);
+
+// The value of a Content-Length header: 1 to 19 decimal digits, nothing
+// else (no sign, space or list). nullopt for any other text.
+std::optional<uint64_t> ParseContentLength(std::string_view text);
+
 // A namespace from its path segment or `parent` query value, as the HTTP
 // layer decoded it (percent escapes undone): Timelake's namespaces have one
 // level, so a multi-level one (levels joined by 0x1F, the spec's separator)

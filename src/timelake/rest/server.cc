@@ -388,30 +388,6 @@ class Catalog {
   std::shared_ptr<internal::LakeState> state_;
 };
 
-// Whether `target` (the request's path as sent, before decoding) tries to
-// step out of its segment: an encoded slash or backslash, or a "." / ".."
-// segment.
-bool PathTrick(std::string_view target) {
-  const auto query = target.find('?');
-  std::string path(target.substr(0, query));
-  std::string lower = path;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (lower.find("%2f") != std::string::npos || lower.find("%5c") != std::string::npos ||
-      lower.find("%2e") != std::string::npos || path.find('\\') != std::string::npos) {
-    return true;
-  }
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    const std::string_view segment(path.data() + start, end - start);
-    if (segment == "." || segment == "..") return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 // Compares without an early exit, so response times say nothing of where
 // a wrong token differs.
 bool SameToken(std::string_view a, std::string_view b) {
@@ -513,7 +489,7 @@ struct CatalogServer::Impl {
                               "a bearer token is required (Authorization: Bearer ...)"));
         }
       }
-      if (PathTrick(req.target)) {
+      if (rest::PathStepsOut(req.target)) {
         return refuse(Error(400, "BadRequestException",
                             "the path holds an encoded slash or a '.' or '..' segment"));
       }
@@ -522,18 +498,13 @@ struct CatalogServer::Impl {
                             "request bodies need a Content-Length (no chunked bodies)"));
       }
       if (req.has_header("Content-Length")) {
-        const auto text = req.get_header_value("Content-Length");
-        uint64_t length = 0;
-        bool ok = !text.empty() && text.size() <= 19;
-        for (char ch : text) {
-          ok = ok && ch >= '0' && ch <= '9';
-          if (ok) length = length * 10 + static_cast<uint64_t>(ch - '0');
-        }
-        if (!ok)
+        const auto length =
+            rest::ParseContentLength(req.get_header_value("Content-Length"));
+        if (!length)
           return refuse(Error(400, "BadRequestException", "malformed Content-Length"));
-        if (length > static_cast<uint64_t>(options.max_body_bytes)) {
+        if (*length > static_cast<uint64_t>(options.max_body_bytes)) {
           return refuse(Error(413, "BadRequestException",
-                              "the request body of " + std::to_string(length) +
+                              "the request body of " + std::to_string(*length) +
                                   " bytes is over the limit of " +
                                   std::to_string(options.max_body_bytes)));
         }

@@ -520,13 +520,27 @@ arrow::Result<int64_t> Create(const std::shared_ptr<LakeState>& lake,
     }
   } else {
     def.bucket.width_us = d["bucket"]["width_us"].get<int64_t>();
-    if (origin % def.bucket.width_us != 0) {
-      return Invalid(
-          context +
-          ": a rollup's buckets start at 1970-01-01T00:00:00Z, as Timelake 0.7 "
-          "stores them (drop the origin, or use one a whole number of widths "
-          "from it)");
-    }
+  }
+  // The bucket as it will be stored: what its decoder refuses (a width of
+  // more than 10,000 years) is refused now, before anything is written.
+  auto stored = Bucket::Parse(def.bucket.ToText());
+  if (!stored.ok()) return Invalid(context + ": " + stored.status().message());
+  if (!(*stored == def.bucket)) {
+    return MakeError(ErrorKind::kInternal,
+                     context + ": the bucket " + def.bucket.ToText() + " does not store");
+  }
+  if (def.bucket.width_us > 0 && origin % def.bucket.width_us != 0) {
+    const int64_t w = def.bucket.width_us;
+    const int64_t offset = (origin % w + w) % w;
+    return Invalid(
+        context + ": a rollup's buckets start at 1970-01-01T00:00:00Z, as Timelake 0.7 " +
+        "stores them, and these of " + def.bucket.ToText() + " start " +
+        (offset % 1000 == 0 ? FormatDuration(std::chrono::milliseconds(offset / 1000))
+                            : std::to_string(offset) + "us") +
+        " after it (drop the origin, or use one a whole number of widths from it; " +
+        "date_trunc('week') starts weeks on Mondays: use time_bucket(INTERVAL '7 "
+        "days', " +
+        "time) instead)");
   }
   for (const auto& g : d["groups"]) def.groups.push_back(g.get<std::string>());
   std::set<std::string> names;
@@ -583,11 +597,7 @@ arrow::Result<int64_t> Create(const std::shared_ptr<LakeState>& lake,
   options.chunk = def.bucket.months > 0 || def.bucket.width_us >= 3'600'000'000LL
                       ? Chunk::kMonth
                       : Chunk::kDay;
-  std::map<std::string, std::string> managed = {
-      {internal::property::kRollupSource, def.source},
-      {internal::property::kRollupBucket, def.bucket.ToText()},
-      {internal::property::kRollupAggregates, read::AggregatesJson(def.aggregates)},
-  };
+  const std::map<std::string, std::string> managed = read::RollupProperties(def);
   auto created = commit::CreateTable(lake, name, *schema, options, "", managed);
   if (!created.ok()) return WithContext(created.status(), context);
   // Listed before its first refresh: a crash in between leaves a rollup

@@ -228,10 +228,7 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
   auto latest = versions::FindLatestVersion(*lake->store, table_key);
   auto head_bytes = head.get();
   TIMELAKE_RETURN_NOT_OK(latest.status());
-  if (!*latest) {
-    return NotFound("table " + name.ToString() + " not found in " +
-                    lake->store->root_url());
-  }
+  if (!*latest) return versions::TableNotFound(*lake->store, table_key, name.ToString());
   if (auto state = FromHead(lake, name, **latest, head_bytes)) return state;
   auto bytes = lake->store->Get((*latest)->key);
   if (!bytes.ok()) return WithContext(bytes.status(), "loading table " + name.ToString());

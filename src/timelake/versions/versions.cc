@@ -78,13 +78,36 @@ arrow::Result<std::optional<Version>> FindLatestVersion(const storage::Store& st
   return best;
 }
 
+arrow::Status TableNotFound(const storage::Store& store, const std::string& table_key,
+                            const std::string& table_name) {
+  std::string message = "table " + table_name + " not found in " + store.root_url();
+  auto listing = store.List(table_key + "/", true);
+  if (!listing.ok()) return NotFound(message);
+  auto last = [](std::string_view key) {
+    while (!key.empty() && key.back() == '/') key.remove_suffix(1);
+    const size_t slash = key.rfind('/');
+    return std::string(slash == std::string_view::npos ? key : key.substr(slash + 1));
+  };
+  std::vector<std::string> held;
+  for (const auto& p : listing->prefixes) held.push_back(last(p) + "/");
+  for (const auto& o : listing->objects) held.push_back(last(o.key));
+  if (held.empty()) return NotFound(message);
+  std::sort(held.begin(), held.end());
+  constexpr size_t kNamed = 5;
+  std::string names;
+  for (size_t i = 0; i < held.size() && i < kNamed; ++i) {
+    names += (i ? ", " : "") + held[i];
+  }
+  if (held.size() > kNamed) names += ", … (" + std::to_string(held.size()) + " in all)";
+  return NotFound(message + ": " + table_key + "/ holds " + names +
+                  " but no metadata/v<N>.metadata.json, so it is no table");
+}
+
 arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,
                                         const std::string& table_key,
                                         const std::string& table_name) {
   TIMELAKE_ASSIGN_OR_RAISE(auto latest, FindLatestVersion(store, table_key));
-  if (!latest) {
-    return NotFound("table " + table_name + " not found in " + store.root_url());
-  }
+  if (!latest) return TableNotFound(store, table_key, table_name);
   auto bytes = store.Get(latest->key);
   if (!bytes.ok()) {
     return WithContext(bytes.status(), "loading table " + table_name);

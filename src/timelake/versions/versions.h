@@ -43,6 +43,12 @@ std::optional<int64_t> VersionOfFileName(std::string_view file_name);
 arrow::Result<std::optional<Version>> FindLatestVersion(const storage::Store& store,
                                                         const std::string& table_key);
 
+// The kNotFound of table `table_name` at `table_key` when metadata/ holds no
+// version. A folder that holds other things is named with (some of) what it
+// holds: it is there, but it is no table. Costs one listing of the folder.
+arrow::Status TableNotFound(const storage::Store& store, const std::string& table_key,
+                            const std::string& table_name);
+
 // Loads the newest version. Errors: kNotFound (`table_name` in the message),
 // kCorrupt, kStorage.
 arrow::Result<LoadedVersion> LoadLatest(const storage::Store& store,

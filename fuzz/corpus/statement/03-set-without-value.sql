@@ -1,0 +1,2 @@
+SELECT 1;
+SET timelake.read_dedup;

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED ROLLUP r AS SELECT 1 WITH (refresh_interval = '5m
