@@ -21,6 +21,7 @@ Every request is logged as a `Request` (method, path, query, outcome, the
 request's headers and the upstream's status when forwarded)."""
 
 import dataclasses
+import datetime as dt
 import http.client
 import http.server
 import socket
@@ -29,6 +30,12 @@ import threading
 import time
 import urllib.parse
 from typing import Optional
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
               "proxy-authorization", "proxy-authenticate"}
@@ -165,3 +172,22 @@ class FaultProxy:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture
+def proxy(s3_server):
+    """A FaultProxy in front of the session's S3 server, closed after the test."""
+    p = FaultProxy(s3_server.endpoint)
+    yield p
+    p.close()
+
+
+def write(path, n, offset=0):
+    """n rows (time, dev, v) from minute `offset` of T0 as a Parquet file."""
+    pq.write_table(pa.table({
+        "time": pa.array([T0 + dt.timedelta(minutes=offset + i) for i in range(n)],
+                         pa.timestamp("us", tz="UTC")),
+        "dev": pa.array([f"d{i % 4}" for i in range(n)]),
+        "v": pa.array([float(offset + i) for i in range(n)]),
+    }), path)
+    return path

@@ -6,34 +6,12 @@ A small proxy (fault_proxy.py) in front of the session's S3 server forwards
 every request unchanged unless a rule says to answer it with an error or to
 drop the connection. test_s3_storms.py has the harder cases."""
 
-import datetime as dt
 import json
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_cli
-from fault_proxy import FaultProxy
-
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-
-
-@pytest.fixture
-def proxy(s3_server):
-    p = FaultProxy(s3_server.endpoint)
-    yield p
-    p.close()
-
-
-def write(path, n, offset=0):
-    pq.write_table(pa.table({
-        "time": pa.array([T0 + dt.timedelta(minutes=offset + i) for i in range(n)],
-                         pa.timestamp("us", tz="UTC")),
-        "dev": pa.array([f"d{i % 4}" for i in range(n)]),
-        "v": pa.array([float(offset + i) for i in range(n)]),
-    }), path)
-    return path
+from fault_proxy import proxy, write  # noqa: F401  (proxy: a fixture)
 
 
 def is_list(method, path, query):

@@ -22,31 +22,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_cli
-from fault_proxy import FaultProxy
+from fault_proxy import proxy, write  # noqa: F401  (proxy: a fixture)
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 VERSION = re.compile(r"/metadata/v(\d+)\.metadata\.json$")
 # The streaming upload of a data file sends parts of this size
 # (storage::OutputStreamOptions::part_size): a file over it is a multipart
 # upload.
 PART_SIZE = 8 << 20
-
-
-@pytest.fixture
-def proxy(s3_server):
-    p = FaultProxy(s3_server.endpoint)
-    yield p
-    p.close()
-
-
-def write(path, n, offset=0):
-    pq.write_table(pa.table({
-        "time": pa.array([T0 + dt.timedelta(minutes=offset + i) for i in range(n)],
-                         pa.timestamp("us", tz="UTC")),
-        "dev": pa.array([f"d{i % 4}" for i in range(n)]),
-        "v": pa.array([float(offset + i) for i in range(n)]),
-    }), path)
-    return path
 
 
 def is_commit_put(method, path, query):
