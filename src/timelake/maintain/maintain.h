@@ -3,8 +3,9 @@
 // Maintenance kept by the writer (SPEC §7): what to rewrite (planning, pure
 // functions of the live files and the table's rules: plan.cc), and the steps
 // (steps.cc): the rewrite itself (a k-way merge through DataFusion into
-// SortedFileWriter), the commits that replace files (commit::Commit),
-// snapshot expiry and the orphan sweep.
+// SortedFileWriter, or for a small rewrite a sort in memory: whole.cc), the
+// commits that replace files (commit::Commit), snapshot expiry and the
+// orphan sweep.
 
 #ifndef TIMELAKE_MAINTAIN_MAINTAIN_H_
 #define TIMELAKE_MAINTAIN_MAINTAIN_H_
@@ -83,6 +84,23 @@ struct Rewrite {
 // that in memory) and at most kMergeMaxFiles files.
 inline constexpr int64_t kMergeBudgetBytes = 256LL << 20;
 inline constexpr size_t kMergeMaxFiles = 64;
+
+// The in-memory path of a rewrite (whole.cc): inputs of at most
+// kWholeMaxBytes (and target_bytes) compressed bytes and
+// layout.row_group_rows rows, the tier of kTierFanIn appends, are fetched
+// whole and written into one file under `dir` a column at a time, in the
+// order a sort of their key columns gives (with the table's dedup), so that
+// memory holds the inputs' bytes, the key columns and about two other
+// columns. Returns the file and sets `*rows_written`; nullopt when the
+// rewrite is not for this path (a table without a time column or with
+// nested columns, inputs over the limits, or a file whose columns are not
+// the table's current ones, written before a schema change): nothing is
+// written then. Errors: those of reading and writing; nothing is left.
+inline constexpr int64_t kWholeMaxBytes = 64LL << 20;
+arrow::Result<std::optional<write::WrittenFile>> RewriteWhole(
+    const TableState& table, write::Layout layout,
+    const std::vector<format::LiveFile>& inputs, const std::string& dir,
+    std::optional<int32_t> partition, int64_t target_bytes, int64_t* rows_written);
 
 // Size-tiered compaction of `partitions`: in each that holds at least
 // min_files small files (under 3/4 of the target), the files of the lowest

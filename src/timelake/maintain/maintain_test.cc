@@ -24,6 +24,7 @@
 #include "timelake/format/bounds.h"
 #include "timelake/format/schema.h"
 #include "timelake/read/catalog.h"
+#include "timelake/read/session.h"
 #include "timelake/storage/store.h"
 #include "timelake/testing/matchers.h"
 #include "timelake/testing/test_warehouse.h"
@@ -989,6 +990,69 @@ TEST_P(Maintenance, SqlDeleteAnswersWhatItDeleted) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(KindOf(missing.status()), ErrorKind::kNotFound)
       << missing.status().ToString();
+}
+
+// The in-memory rewrite (RewriteWhole) writes exactly the rows the
+// streaming merge (MergeFiles) gives, in its order: for duplicates across
+// and within appends (the later insertion wins, then the later commit),
+// rows out of time order, a null series, and series only some files hold.
+TEST_P(Maintenance, TheInMemoryRewriteWritesWhatTheMergeGives) {
+  Table table = Create({{"timelake.auto-maintain", "false"}});
+  std::mt19937_64 rng(7);
+  for (int a = 0; a < 6; ++a) {
+    arrow::TimestampBuilder t(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
+                              arrow::default_memory_pool());
+    arrow::StringBuilder d;
+    arrow::DoubleBuilder v;
+    for (int i = 0; i < 400; ++i) {
+      // 40 distinct times per append, shuffled; half of them again in the
+      // next append; devices of each append a different subset.
+      const int64_t time = kT0 + static_cast<int64_t>((a * 20 + rng() % 40) * 1000000);
+      const int device = static_cast<int>(rng() % (3 + a));
+      ASSERT_TRUE(t.Append(time).ok());
+      ASSERT_TRUE(
+          (device == 0 ? d.AppendNull() : d.Append("dev" + std::to_string(device))).ok());
+      ASSERT_TRUE(v.Append(a * 1000 + i).ok());
+    }
+    auto batch =
+        arrow::RecordBatch::Make(Schema(), 400, {*t.Finish(), *d.Finish(), *v.Finish()});
+    auto appended = table.Append({batch});
+    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    table = appended->first;
+    // Pairs of appends share an insertion time: the commit order decides.
+    if (a % 2 == 1) clock_->Advance(std::chrono::seconds(1));
+  }
+  auto state = LoadTableState(LakeAccess::State(*lake_), table.name());
+  ASSERT_TRUE(state.ok());
+  const auto live = Live(table);
+  ASSERT_EQ(live.size(), 6u);
+  TL_ASSERT_OK_AND_ASSIGN(auto layout, LayoutOf(**state));
+
+  int64_t rows = 0;
+  TL_ASSERT_OK_AND_ASSIGN(auto whole,
+                          RewriteWhole(**state, layout, live, "default/m/test",
+                                       PartitionValueOf(live[0]), 128 << 20, &rows));
+  ASSERT_TRUE(whole.has_value()) << "the rewrite is for the in-memory path";
+  EXPECT_EQ(whole->rows, rows);
+  TL_ASSERT_OK_AND_ASSIGN(auto bytes, store().Get(whole->key));
+  TL_ASSERT_OK_AND_ASSIGN(
+      auto reader,
+      parquet::arrow::OpenFile(std::make_shared<arrow::io::BufferReader>(bytes),
+                               arrow::default_memory_pool()));
+  TL_ASSERT_OK_AND_ASSIGN(auto written, reader->ReadTable());
+
+  TL_ASSERT_OK_AND_ASSIGN(auto merge, MergeFiles(*state, live, /*dedup=*/true));
+  TL_ASSERT_OK_AND_ASSIGN(auto merged, merge->ToTable());
+  ASSERT_EQ(written->num_rows(), merged->num_rows());
+  EXPECT_LT(written->num_rows(), 6 * 400) << "duplicates were removed";
+  TL_ASSERT_OK_AND_ASSIGN(auto a, written->CombineChunksToBatch());
+  TL_ASSERT_OK_AND_ASSIGN(auto b, merged->CombineChunksToBatch());
+  for (int c = 0; c < a->num_columns(); ++c) {
+    EXPECT_TRUE(a->column(c)->Equals(*b->column(c)))
+        << a->schema()->field(c)->name() << ":\n"
+        << a->column(c)->ToString() << "\n"
+        << b->column(c)->ToString();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Maintenance, ::timelake::testing::kSharedBackends,

@@ -369,6 +369,36 @@ arrow::Result<std::shared_ptr<const TableState>> RunRetention(
   return table;
 }
 
+namespace {
+
+// The streaming path of a rewrite: the inputs merged through DataFusion
+// (MergeFiles) into files of about `target_rows` rows or `target_bytes`.
+arrow::Result<std::vector<write::WrittenFile>> MergeRewrite(
+    const std::shared_ptr<const TableState>& table, const write::Layout& layout,
+    const Rewrite& rewrite, const std::string& dir, int64_t target_rows,
+    int64_t target_bytes, int64_t* out_rows) {
+  auto reader = MergeFiles(table, rewrite.inputs, table->contract.dedup);
+  if (!reader.ok()) return reader.status();
+  write::SortedFileWriter writer(*table->lake->store, dir, layout, rewrite.partition,
+                                 target_rows, target_bytes, table->lake->clock->Now());
+  for (;;) {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    auto st = (*reader)->ReadNext(&batch);
+    if (st.ok() && batch == nullptr) break;
+    if (st.ok()) st = writer.Write(batch);
+    if (!st.ok()) {
+      writer.Abort();
+      return st;
+    }
+    *out_rows += batch->num_rows();
+  }
+  auto written = writer.Finish();
+  if (!written.ok()) writer.Abort();
+  return written;
+}
+
+}  // namespace
+
 arrow::Result<std::shared_ptr<const TableState>> RunRewrite(
     std::shared_ptr<const TableState> table, const Rewrite& rewrite,
     const MaintainRules& rules, const StepOptions& options, MaintainReport* report) {
@@ -388,32 +418,23 @@ arrow::Result<std::shared_ptr<const TableState>> RunRewrite(
       1, static_cast<int64_t>(static_cast<double>(rules.target_bytes) / per_row));
   std::string dir = table->table_key + "/data";
   if (rewrite.partition) dir += "/" + where;
-  const auto now = table->lake->clock->Now();
-  auto reader = MergeFiles(table, rewrite.inputs, table->contract.dedup);
-  if (!reader.ok()) return WithContext(reader.status(), context);
-  write::SortedFileWriter writer(*table->lake->store, dir, layout, rewrite.partition,
-                                 target_rows, rules.target_bytes, now);
   int64_t out_rows = 0;
-  for (;;) {
-    std::shared_ptr<arrow::RecordBatch> batch;
-    auto st = (*reader)->ReadNext(&batch);
-    if (st.ok() && batch == nullptr) break;
-    if (st.ok()) st = writer.Write(batch);
-    if (!st.ok()) {
-      writer.Abort();
-      return WithContext(st, context);
-    }
-    out_rows += batch->num_rows();
-  }
-  auto written = writer.Finish();
-  if (!written.ok()) {
-    writer.Abort();
-    return WithContext(written.status(), context);
+  std::vector<write::WrittenFile> written;
+  auto whole = RewriteWhole(*table, layout, rewrite.inputs, dir, rewrite.partition,
+                            rules.target_bytes, &out_rows);
+  if (!whole.ok()) return WithContext(whole.status(), context);
+  if (*whole) {
+    written.push_back(std::move(**whole));
+  } else {
+    auto merged = MergeRewrite(table, layout, rewrite, dir, target_rows,
+                               rules.target_bytes, &out_rows);
+    if (!merged.ok()) return WithContext(merged.status(), context);
+    written = std::move(*merged);
   }
   Replacement change;
   change.operation = "replace";
   change.removed = rewrite.inputs;
-  change.added = std::move(*written);
+  change.added = std::move(written);
   change.added_sequence_number = seq;
   const size_t written_files = change.added.size();
   int64_t written_bytes = 0;

@@ -366,6 +366,90 @@ arrow::Result<std::vector<RowKey>> SortKeys(const arrow::Table& table,
   return keys;
 }
 
+// Sorts `keys` (made by SortKeys: input positions ascending) by RowKey's
+// order. A stable counting sort by (partition, series) first, O(rows): a
+// series' rows then stand in input order, which is usually already their
+// time order (data arrives in time order; a compaction's inputs are sorted
+// files of successive appends), so each run only needs checking, and is
+// sorted on its own when it is not. Equivalent to std::sort by RowKey's
+// operator< (keys are distinct by input position).
+void SortRowKeys(std::vector<RowKey>* keys) {
+  const size_t n = keys->size();
+  if (n < 2) return;
+  // The partitions (high 32 bits of `group`) as dense ranks; few per batch.
+  std::vector<uint32_t> partitions;
+  uint32_t max_series = 0;
+  for (const auto& k : *keys) {
+    const auto p = static_cast<uint32_t>(k.group >> 32);
+    if (partitions.empty() || partitions.back() != p) partitions.push_back(p);
+    max_series = std::max(max_series, static_cast<uint32_t>(k.group));
+  }
+  std::sort(partitions.begin(), partitions.end());
+  partitions.erase(std::unique(partitions.begin(), partitions.end()), partitions.end());
+  const size_t series_slots = size_t{max_series} + 1;
+  if (partitions.size() * series_slots > 4 * n + 1024) {
+    std::sort(keys->begin(), keys->end());  // sparse groups: counting costs more
+    return;
+  }
+  auto slot = [&](const RowKey& k) {
+    const auto p = std::lower_bound(partitions.begin(), partitions.end(),
+                                    static_cast<uint32_t>(k.group >> 32)) -
+                   partitions.begin();
+    return static_cast<size_t>(p) * series_slots + static_cast<uint32_t>(k.group);
+  };
+  std::vector<size_t> starts(partitions.size() * series_slots + 1, 0);
+  for (const auto& k : *keys) ++starts[slot(k) + 1];
+  for (size_t i = 1; i < starts.size(); ++i) starts[i] += starts[i - 1];
+  std::vector<RowKey> sorted(n);
+  {
+    std::vector<size_t> next(starts.begin(), starts.end() - 1);
+    for (const auto& k : *keys) sorted[next[slot(k)]++] = k;
+  }
+  // Each (partition, series) run, in input order: sorted already when its
+  // (time, insertion) never falls.
+  for (size_t g = 0; g + 1 < starts.size(); ++g) {
+    auto begin = sorted.begin() + static_cast<std::ptrdiff_t>(starts[g]);
+    auto end = sorted.begin() + static_cast<std::ptrdiff_t>(starts[g + 1]);
+    const bool in_order =
+        std::is_sorted(begin, end, [](const RowKey& a, const RowKey& b) {
+          return std::tie(a.time, a.ingest) < std::tie(b.time, b.ingest);
+        });
+    if (!in_order) std::sort(begin, end);
+  }
+  *keys = std::move(sorted);
+}
+
+// The positions of the rows of `table` (one chunk per column) in the write
+// order (partition, series…, time, insertion, input position); with
+// layout.dedup only the last of each (partition, series…, time), which by
+// that order is the latest insertion, then the later input row. With
+// `series_ends`, also the positions in the result that end a (partition,
+// series): each series' newest-row candidate.
+arrow::Result<std::shared_ptr<arrow::Array>> OrderRows(
+    const arrow::Table& table, const Layout& layout, const arrow::Int32Array* partitions,
+    std::shared_ptr<arrow::Array>* series_ends) {
+  const int64_t n = table.num_rows();
+  TIMELAKE_ASSIGN_OR_RAISE(auto keys, SortKeys(table, layout, partitions));
+  SortRowKeys(&keys);
+  arrow::Int64Builder order, last;
+  TIMELAKE_RETURN_NOT_OK(order.Reserve(n));
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool last_of_key = i + 1 == n || keys[i].group != keys[i + 1].group ||
+                             keys[i].time != keys[i + 1].time;
+    if (layout.dedup && !last_of_key) continue;
+    order.UnsafeAppend(keys[i].row);
+    if (series_ends != nullptr && (i + 1 == n || keys[i].group != keys[i + 1].group)) {
+      TIMELAKE_RETURN_NOT_OK(last.Append(kept));
+    }
+    ++kept;
+  }
+  if (series_ends != nullptr) {
+    TIMELAKE_ASSIGN_OR_RAISE(*series_ends, last.Finish());
+  }
+  return order.Finish();
+}
+
 // Dictionary-encodes the string and binary columns of `table` (one chunk
 // per column) that repeat values, as time series' tags do: sorting then
 // moves 4-byte indices instead of strings, and the Parquet writer takes the
@@ -581,6 +665,12 @@ arrow::Status CheckTimes(const arrow::RecordBatch& batch, const Layout& layout) 
 
 }  // namespace
 
+arrow::Result<std::shared_ptr<arrow::Array>> WriteOrder(const arrow::Table& table,
+                                                        const Layout& layout) {
+  if (!layout.time_column) return Invalid("the write order needs a time column");
+  return OrderRows(table, layout, nullptr, nullptr);
+}
+
 arrow::Result<WriteOutput> WriteDataFiles(
     const storage::Store& store, const std::string& data_prefix, const Layout& layout,
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
@@ -647,24 +737,9 @@ arrow::Result<WriteOutput> WriteDataFiles(
   // All three work on the rows' keys as integers (SortKeys), not on the
   // columns.
   if (layout.time_column) {
-    TIMELAKE_ASSIGN_OR_RAISE(auto keys, SortKeys(*table, layout, partitions.get()));
-    std::sort(keys.begin(), keys.end());
-    arrow::Int64Builder order, last;
-    TIMELAKE_RETURN_NOT_OK(order.Reserve(n));
-    int64_t kept = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const bool last_of_key = i + 1 == n || keys[i].group != keys[i + 1].group ||
-                               keys[i].time != keys[i + 1].time;
-      // Within equal (series…, time) the last row in sort order wins: the
-      // latest insertion, then the later input row.
-      if (layout.dedup && !last_of_key) continue;
-      order.UnsafeAppend(keys[i].row);
-      if (i + 1 == n || keys[i].group != keys[i + 1].group) {
-        TIMELAKE_RETURN_NOT_OK(last.Append(kept));
-      }
-      ++kept;
-    }
-    TIMELAKE_ASSIGN_OR_RAISE(auto indices, order.Finish());
+    std::shared_ptr<arrow::Array> ends;
+    TIMELAKE_ASSIGN_OR_RAISE(auto indices,
+                             OrderRows(*table, layout, partitions.get(), &ends));
     TIMELAKE_ASSIGN_OR_RAISE(table, TakeRows(*table, *indices));
     if (partitions) {
       TIMELAKE_ASSIGN_OR_RAISE(auto taken, cp::Take(*partitions, *indices));
@@ -673,7 +748,6 @@ arrow::Result<WriteOutput> WriteDataFiles(
     // The newest row per series: the last row of each series within a
     // partition is that partition's candidate; the newest candidate of each
     // series wins (LatestPerSeries, by the tie rule).
-    TIMELAKE_ASSIGN_OR_RAISE(auto ends, last.Finish());
     TIMELAKE_ASSIGN_OR_RAISE(auto candidates, TakeRows(*table, *ends));
     TIMELAKE_ASSIGN_OR_RAISE(auto batch, candidates->CombineChunksToBatch());
     TIMELAKE_ASSIGN_OR_RAISE(batch, Densify(batch, layout.schema));
@@ -1015,6 +1089,119 @@ void SortedFileWriter::Abort() {
   }
   for (const auto& f : done_) (void)store_.Delete(f.key);
   done_.clear();
+}
+
+struct ColumnFileWriter::Open_ {
+  const storage::Store* store;
+  Layout layout;
+  WrittenFile file;
+  std::shared_ptr<storage::StoreOutputStream> sink;
+  std::unique_ptr<parquet::arrow::FileWriter> writer;
+  int next = 0;  // the column due
+};
+
+ColumnFileWriter::ColumnFileWriter(std::unique_ptr<Open_> open)
+    : open_(std::move(open)) {}
+
+ColumnFileWriter::~ColumnFileWriter() { Abort(); }
+
+arrow::Result<std::unique_ptr<ColumnFileWriter>> ColumnFileWriter::Open(
+    const storage::Store& store, std::string key, Layout layout,
+    std::optional<int32_t> partition, int64_t rows) {
+  if (rows > layout.row_group_rows) {
+    return Invalid("a file written a column at a time is one row group of at most " +
+                   std::to_string(layout.row_group_rows) + " rows, not " +
+                   std::to_string(rows));
+  }
+  auto open = std::make_unique<Open_>();
+  open->store = &store;
+  open->layout = std::move(layout);
+  open->file.key = std::move(key);
+  open->file.partition = partition;
+  open->file.rows = rows;
+  const auto& schema = *open->layout.schema;
+  TIMELAKE_ASSIGN_OR_RAISE(open->sink, OpenSink(store, open->file.key, open->layout));
+  auto writer = parquet::arrow::FileWriter::Open(
+      schema, arrow::default_memory_pool(), open->sink,
+      WriterPropertiesOf(open->layout, schema), ArrowPropertiesOf());
+  arrow::Status st = writer.status();
+  if (st.ok()) {
+    open->writer = std::move(*writer);
+    st = open->writer->NewRowGroup();
+  }
+  if (!st.ok()) {
+    (void)open->sink->Abort();
+    return st;
+  }
+  return std::unique_ptr<ColumnFileWriter>(new ColumnFileWriter(std::move(open)));
+}
+
+arrow::Status ColumnFileWriter::WriteColumn(const std::shared_ptr<arrow::Array>& column) {
+  auto& open = *open_;
+  const auto& schema = *open.layout.schema;
+  if (open.next >= schema.num_fields()) return Invalid("every column is written");
+  const auto& field = *schema.field(open.next);
+  const arrow::DataType* type = column->type().get();
+  if (type->id() == arrow::Type::DICTIONARY) {
+    type = static_cast<const arrow::DictionaryType&>(*type).value_type().get();
+  }
+  if (column->length() != open.file.rows || !type->Equals(*field.type())) {
+    return Invalid("column '" + field.name() + "': " + std::to_string(column->length()) +
+                   " values of " + column->type()->ToString() + ", not " +
+                   std::to_string(open.file.rows) + " of " + field.type()->ToString());
+  }
+  TIMELAKE_RETURN_NOT_OK(open.writer->WriteColumnChunk(*column));
+  if (auto id = format::FieldId(field)) {
+    open.file.value_counts[*id] = column->length();
+    open.file.null_value_counts[*id] = column->null_count();
+    // The writer's statistics bound the others (Finish).
+    if (column->null_count() < column->length() && !BoundsFromWriter(*field.type())) {
+      if (auto bounds = MinMaxBounds(column)) {
+        open.file.lower_bounds[*id] = std::move(bounds->first);
+        open.file.upper_bounds[*id] = std::move(bounds->second);
+      }
+    }
+  }
+  ++open.next;
+  return arrow::Status::OK();
+}
+
+arrow::Result<WrittenFile> ColumnFileWriter::Finish() {
+  auto open = std::move(open_);
+  auto fail = [&](const arrow::Status& st) {
+    (void)open->sink->Abort();
+    return st;
+  };
+  const auto& schema = *open->layout.schema;
+  if (open->next != schema.num_fields()) {
+    return fail(Invalid(std::to_string(schema.num_fields() - open->next) +
+                        " columns are not written"));
+  }
+  if (auto st = open->writer->Close(); !st.ok()) return fail(st);
+  auto metadata = open->writer->metadata();
+  if (metadata && metadata->num_columns() == schema.num_fields()) {
+    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
+      auto group = metadata->RowGroup(rg);
+      for (int c = 0; c < group->num_columns(); ++c) {
+        if (auto id = format::FieldId(*schema.field(c))) {
+          open->file.column_sizes[*id] += group->ColumnChunk(c)->total_compressed_size();
+        }
+      }
+    }
+    WriterBounds(*metadata, schema, &open->file.lower_bounds, &open->file.upper_bounds);
+  }
+  const std::string tail = open->sink->Tail(open->layout.footer_bytes);
+  if (auto st = open->sink->Close(); !st.ok()) return fail(st);
+  TIMELAKE_ASSIGN_OR_RAISE(open->file.bytes, open->sink->Tell());
+  open->file.footer = FooterOf(*open->store, open->file.key, tail, open->file.bytes);
+  return std::move(open->file);
+}
+
+void ColumnFileWriter::Abort() {
+  if (open_ != nullptr) {
+    (void)open_->sink->Abort();
+    open_.reset();
+  }
 }
 
 }  // namespace timelake::write

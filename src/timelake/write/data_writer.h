@@ -84,6 +84,16 @@ arrow::Result<WriteOutput> WriteDataFiles(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
     internal::TimePoint now);
 
+// The positions of the rows of `table` in the write order (series…, time,
+// insertion, input position), nulls first; with layout.dedup only the last
+// row of each (series…, time). `table` has one chunk per column, its rows in
+// commit order (so that the input position breaks ties as the commit order
+// does), all of one partition; string columns may be dictionary-encoded with
+// int32 indices. For a compaction that reads its inputs whole. Errors:
+// kInvalid without a time column.
+arrow::Result<std::shared_ptr<arrow::Array>> WriteOrder(const arrow::Table& table,
+                                                        const Layout& layout);
+
 // Writes the batches of one append as they arrive, a chunk at a time: once
 // `chunk_rows` rows wait (batches are cut at the boundary), WriteDataFiles
 // writes them, so memory holds about one chunk of aligned rows however long
@@ -169,6 +179,33 @@ class SortedFileWriter {
   std::vector<WrittenFile> done_;
   int series_column_ = -1;  // the first series key column, when there is one
   std::shared_ptr<arrow::Scalar> last_series_;  // its value in the last row written
+};
+
+// Writes one file a column at a time, as one row group: for a rewrite that
+// holds one column of its rows in memory at a time (maintain/whole.cc).
+// Open() starts the file of `rows` rows (at most layout.row_group_rows);
+// then WriteColumn() takes each column of layout.schema in order, all of
+// its rows (strings may be dictionary arrays: written as their dictionary
+// and indices); Finish() closes the file. Not thread-safe.
+class ColumnFileWriter {
+ public:
+  static arrow::Result<std::unique_ptr<ColumnFileWriter>> Open(
+      const storage::Store& store, std::string key, Layout layout,
+      std::optional<int32_t> partition, int64_t rows);
+  ~ColumnFileWriter();
+
+  // Errors: kInvalid for a column of another length or type than the next
+  // one due, kStorage; then Abort() is due.
+  arrow::Status WriteColumn(const std::shared_ptr<arrow::Array>& column);
+  // Closes the file once every column is written; the caller owns it then.
+  arrow::Result<WrittenFile> Finish();
+  // Discards the file: nothing is left at its key.
+  void Abort();
+
+ private:
+  struct Open_;
+  explicit ColumnFileWriter(std::unique_ptr<Open_> open);
+  std::unique_ptr<Open_> open_;
 };
 
 }  // namespace timelake::write
