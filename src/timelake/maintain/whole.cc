@@ -126,13 +126,12 @@ class ColumnSink {
 // cannot wait on a task queued behind itself. Never destroyed (an eternal
 // pool): background rewrites may still use it at exit.
 arrow::internal::ThreadPool* PreparePool() {
-  static arrow::internal::ThreadPool* const pool = []() -> arrow::internal::ThreadPool* {
+  static const auto* pool = [] {
     const int n = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
     auto made = arrow::internal::ThreadPool::MakeEternal(n);
-    if (!made.ok()) return nullptr;
-    return (new std::shared_ptr<arrow::internal::ThreadPool>(*made))->get();
+    return new std::shared_ptr<arrow::internal::ThreadPool>(made.ValueOr(nullptr));
   }();
-  return pool;
+  return pool->get();
 }
 
 // The inputs, fetched whole and open for reading column by column.
