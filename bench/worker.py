@@ -91,7 +91,11 @@ def pyiceberg_properties():
     conf = s3()
     if not conf:
         return {}
-    return {"s3.endpoint": conf["endpoint"], "s3.region": conf["region"],
+    # fsspec (s3fs) rather than PyIceberg's default pyarrow FileIO, whose S3
+    # client fails CompleteMultipartUpload on the test server (as in the soak,
+    # tests/reliability/soak.py).
+    return {"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
+            "s3.endpoint": conf["endpoint"], "s3.region": conf["region"],
             "s3.access-key-id": conf["key"], "s3.secret-access-key": conf["secret"]}
 
 
