@@ -11,7 +11,6 @@
 // compares and copies every string of every row, on one core.
 
 #include <algorithm>
-#include <thread>
 
 #include <arrow/api.h>
 #include <arrow/compute/api.h>
@@ -119,20 +118,6 @@ class ColumnSink {
   std::unique_ptr<arrow::DictionaryUnifier> unifier_;
   arrow::Int32Builder indices_;
 };
-
-// The threads that prepare the next column of a rewrite: long-lived (so
-// that memory one column's task frees is reused by the next), and a pool of
-// their own, so that a rewrite called from a thread of Arrow's CPU pool
-// cannot wait on a task queued behind itself. Never destroyed (an eternal
-// pool): background rewrites may still use it at exit.
-arrow::internal::ThreadPool* PreparePool() {
-  static const auto* pool = [] {
-    const int n = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-    auto made = arrow::internal::ThreadPool::MakeEternal(n);
-    return new std::shared_ptr<arrow::internal::ThreadPool>(made.ValueOr(nullptr));
-  }();
-  return pool->get();
-}
 
 // The inputs, fetched whole and open for reading column by column.
 struct Inputs {
@@ -253,8 +238,9 @@ arrow::Result<std::optional<write::WrittenFile>> RewriteWhole(
                                          arrow::compute::TakeOptions::NoBoundsCheck()));
     return taken;
   };
-  // Column i + 1 is prepared on PreparePool while column i is encoded here.
-  auto* pool = PreparePool();
+  // Column i + 1 is prepared on the write path's pool while column i is
+  // encoded here.
+  auto* pool = write::EncodePool();
   using Prepared = arrow::Future<std::shared_ptr<arrow::Array>>;
   auto submit = [&](int i) -> Prepared {
     if (pool == nullptr) return Prepared::MakeFinished(ordered(i));  // no thread

@@ -101,11 +101,9 @@ std::shared_ptr<parquet::WriterProperties> WriterPropertiesOf(
   return builder.build();
 }
 
-// The pool that encodes the columns of a row group in parallel: its own, so
-// that a caller running on Arrow's CPU pool (or writing several files from
-// its threads) cannot deadlock waiting for column tasks queued behind it.
-// Never destroyed (an eternal pool, held by a pointer never freed):
-// background writers may still use it at exit.
+}  // namespace
+
+// An eternal pool, held by a pointer never freed.
 arrow::internal::Executor* EncodePool() {
   static const auto* pool = [] {
     const int n = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
@@ -114,6 +112,8 @@ arrow::internal::Executor* EncodePool() {
   }();
   return pool->get();
 }
+
+namespace {
 
 // Written in buffered row groups (FileWriter::WriteRecordBatch), whose
 // columns are encoded and compressed on EncodePool's threads at once: an
@@ -209,6 +209,23 @@ void WriterBounds(const parquet::FileMetaData& md, const arrow::Schema& schema,
 
 // The min and max of a column, or nullopt (no values, or a type without
 // them), in Iceberg's serialization.
+// What a written file's footer tells of it: each column's compressed size,
+// and the bounds WriterBounds gives. Only flat schemas map leaves to field
+// ids 1:1; others get neither.
+void FooterFacts(const std::shared_ptr<parquet::FileMetaData>& metadata,
+                 const arrow::Schema& schema, WrittenFile* file) {
+  if (!metadata || metadata->num_columns() != schema.num_fields()) return;
+  for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
+    auto group = metadata->RowGroup(rg);
+    for (int c = 0; c < group->num_columns(); ++c) {
+      if (auto id = format::FieldId(*schema.field(c))) {
+        file->column_sizes[*id] += group->ColumnChunk(c)->total_compressed_size();
+      }
+    }
+  }
+  WriterBounds(*metadata, schema, &file->lower_bounds, &file->upper_bounds);
+}
+
 std::optional<std::pair<std::string, std::string>> MinMaxBounds(
     const arrow::Datum& column) {
   auto minmax = cp::MinMax(column);
@@ -585,19 +602,7 @@ arrow::Result<WrittenFile> WriteOneFile(const storage::Store& store,
   if (!batch.ok()) return fail(batch.status());
   if (auto st = writer->WriteRecordBatch(**batch); !st.ok()) return fail(st);
   if (auto st = writer->Close(); !st.ok()) return fail(st);
-  // Column sizes per leaf; only flat schemas map leaves to field ids 1:1.
-  auto metadata = writer->metadata();
-  if (metadata && metadata->num_columns() == schema.num_fields()) {
-    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
-      auto group = metadata->RowGroup(rg);
-      for (int c = 0; c < group->num_columns(); ++c) {
-        if (auto id = format::FieldId(*schema.field(c))) {
-          file.column_sizes[*id] += group->ColumnChunk(c)->total_compressed_size();
-        }
-      }
-    }
-    WriterBounds(*metadata, schema, &file.lower_bounds, &file.upper_bounds);
-  }
+  FooterFacts(writer->metadata(), schema, &file);
   const std::string tail = sink->Tail(layout.footer_bytes);
   if (auto st = sink->Close(); !st.ok()) return fail(st);
   TIMELAKE_ASSIGN_OR_RAISE(file.bytes, sink->Tell());
@@ -950,18 +955,7 @@ arrow::Status SortedFileWriter::FinishFile() {
   };
   if (auto st = open->writer->Close(); !st.ok()) return fail(st);
   const auto& schema = *layout_.schema;
-  auto metadata = open->writer->metadata();
-  if (metadata && metadata->num_columns() == schema.num_fields()) {
-    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
-      auto group = metadata->RowGroup(rg);
-      for (int c = 0; c < group->num_columns(); ++c) {
-        if (auto id = format::FieldId(*schema.field(c))) {
-          open->file.column_sizes[*id] += group->ColumnChunk(c)->total_compressed_size();
-        }
-      }
-    }
-    WriterBounds(*metadata, schema, &open->file.lower_bounds, &open->file.upper_bounds);
-  }
+  FooterFacts(open->writer->metadata(), schema, &open->file);
   // The other columns' bounds: min of the batches' mins, max of their
   // maxes.
   for (int c = 0; c < schema.num_fields(); ++c) {
@@ -1178,18 +1172,7 @@ arrow::Result<WrittenFile> ColumnFileWriter::Finish() {
                         " columns are not written"));
   }
   if (auto st = open->writer->Close(); !st.ok()) return fail(st);
-  auto metadata = open->writer->metadata();
-  if (metadata && metadata->num_columns() == schema.num_fields()) {
-    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
-      auto group = metadata->RowGroup(rg);
-      for (int c = 0; c < group->num_columns(); ++c) {
-        if (auto id = format::FieldId(*schema.field(c))) {
-          open->file.column_sizes[*id] += group->ColumnChunk(c)->total_compressed_size();
-        }
-      }
-    }
-    WriterBounds(*metadata, schema, &open->file.lower_bounds, &open->file.upper_bounds);
-  }
+  FooterFacts(open->writer->metadata(), schema, &open->file);
   const std::string tail = open->sink->Tail(open->layout.footer_bytes);
   if (auto st = open->sink->Close(); !st.ok()) return fail(st);
   TIMELAKE_ASSIGN_OR_RAISE(open->file.bytes, open->sink->Tell());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <arrow/record_batch.h>
+#include <arrow/util/thread_pool.h>
 #include <parquet/types.h>
 
 #include "timelake/status.h"
@@ -180,6 +181,14 @@ class SortedFileWriter {
   int series_column_ = -1;  // the first series key column, when there is one
   std::shared_ptr<arrow::Scalar> last_series_;  // its value in the last row written
 };
+
+// The write path's own threads (a pool of one per core, never destroyed, so
+// that background writers may still use it at exit): the columns of a row
+// group encoded in parallel, and the next column of a rewrite prepared
+// (maintain/whole.cc). Its tasks never wait for others of it, and a caller
+// on Arrow's CPU pool cannot deadlock waiting for tasks queued behind it.
+// Null if the pool could not be made.
+arrow::internal::Executor* EncodePool();
 
 // Writes one file a column at a time, as one row group: for a rewrite that
 // holds one column of its rows in memory at a time (maintain/whole.cc).
