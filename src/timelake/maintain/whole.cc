@@ -11,6 +11,10 @@
 // compares and copies every string of every row, on one core.
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <arrow/api.h>
 #include <arrow/compute/api.h>
