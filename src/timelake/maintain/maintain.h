@@ -98,7 +98,7 @@ inline constexpr size_t kMergeMaxFiles = 64;
 // written then. Errors: those of reading and writing; nothing is left.
 inline constexpr int64_t kWholeMaxBytes = 64LL << 20;
 arrow::Result<std::optional<write::WrittenFile>> RewriteWhole(
-    const TableState& table, write::Layout layout,
+    const TableState& table, const write::Layout& layout,
     const std::vector<format::LiveFile>& inputs, const std::string& dir,
     std::optional<int32_t> partition, int64_t target_bytes, int64_t* rows_written);
 

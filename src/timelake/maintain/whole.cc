@@ -184,7 +184,7 @@ arrow::Result<std::optional<Inputs>> OpenInputs(
 }  // namespace
 
 arrow::Result<std::optional<write::WrittenFile>> RewriteWhole(
-    const TableState& table, write::Layout layout,
+    const TableState& table, const write::Layout& layout,
     const std::vector<format::LiveFile>& inputs, const std::string& dir,
     std::optional<int32_t> partition, int64_t target_bytes, int64_t* rows_written) {
   const arrow::Schema& schema = *table.schema;
@@ -208,22 +208,24 @@ arrow::Result<std::optional<write::WrittenFile>> RewriteWhole(
   std::vector<std::string> keys = layout.series_key;
   keys.push_back(*table.contract.time_column);
   if (!layout.ingest_column.empty()) keys.push_back(layout.ingest_column);
-  std::map<int, std::shared_ptr<arrow::Array>> key_columns;
-  std::vector<std::shared_ptr<arrow::Field>> key_fields;
-  std::vector<std::shared_ptr<arrow::Array>> key_arrays;
+  std::map<int, std::shared_ptr<arrow::Array>> key_columns;  // by column index
   for (const auto& name : keys) {
     const int i = schema.GetFieldIndex(name);
     if (i < 0) return Invalid("no column '" + name + "' in the table");
-    TIMELAKE_ASSIGN_OR_RAISE(auto column, in->Column(i));
-    key_columns[i] = column;
-    key_fields.push_back(in->read_schema->field(i));
-    key_arrays.push_back(std::move(column));
+    TIMELAKE_ASSIGN_OR_RAISE(key_columns[i], in->Column(i));
   }
-  auto key_table = arrow::Table::Make(arrow::schema(key_fields), key_arrays, in->rows);
-  layout.dedup = table.contract.dedup;
-  TIMELAKE_ASSIGN_OR_RAISE(auto order, write::WriteOrder(*key_table, layout));
-  key_table.reset();
-  key_arrays.clear();
+  std::shared_ptr<arrow::Array> order;
+  {
+    std::vector<std::shared_ptr<arrow::Field>> fields;
+    std::vector<std::shared_ptr<arrow::Array>> arrays;
+    for (const auto& [i, column] : key_columns) {
+      fields.push_back(in->read_schema->field(i));
+      arrays.push_back(column);
+    }
+    auto key_table =
+        arrow::Table::Make(arrow::schema(std::move(fields)), std::move(arrays), in->rows);
+    TIMELAKE_ASSIGN_OR_RAISE(order, write::WriteOrder(*key_table, layout));
+  }
 
   const std::string key = dir + "/" + NewUuidV7(table.lake->clock->Now()) + ".parquet";
   TIMELAKE_ASSIGN_OR_RAISE(auto writer,
