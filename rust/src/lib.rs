@@ -19,6 +19,8 @@
 //!   and the plans of time-weighted means ([`twmplan`]).
 //! - [`timetravel`]: the table functions `as_of` and `snapshots`;
 //!   [`fieldids`]: data file columns found by Iceberg field id.
+//! - [`datetrunc`], [`runavg`]: `date_trunc` and `avg` with the built-ins'
+//!   results, faster on the shapes Timelake tables give them.
 
 pub mod asof;
 pub mod asof_exec;
@@ -41,6 +43,7 @@ pub mod planner;
 pub mod provider;
 pub mod rollup;
 pub mod routing;
+pub mod runavg;
 pub mod runtime;
 pub mod session;
 pub mod settings;

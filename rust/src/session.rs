@@ -25,6 +25,7 @@ use crate::lastvalue::LastValueRewrite;
 use crate::m4::M4;
 use crate::rollup;
 use crate::routing::RollupRouting;
+use crate::runavg::RunAvg;
 use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::redact;
@@ -101,6 +102,8 @@ impl Session {
         // Replaces the built-in date_trunc: the same results, fast for the
         // UTC time columns of Timelake tables (crate::datetrunc).
         ctx.register_udf(UtcDateTrunc::udf());
+        // The same `avg`, a run of one group's rows at a time (crate::runavg).
+        ctx.register_udaf(RunAvg::udaf());
         // The time-series aggregates (SPEC §6, docs/sql.md).
         ctx.register_udaf(M4::udaf());
         ctx.register_udaf(TimeWeighted::mean_udaf());
