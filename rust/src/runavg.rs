@@ -252,6 +252,7 @@ mod tests {
     use datafusion::physical_expr::PhysicalExpr;
 
     use super::RunAvg;
+    use crate::tsagg_tests::Rng;
 
     fn groups(udaf: &AggregateUDF) -> Box<dyn GroupsAccumulator> {
         let schema = Schema::new(vec![Field::new("v", DataType::Float64, true)]);
@@ -272,18 +273,6 @@ mod tests {
         udaf.create_groups_accumulator(args).unwrap()
     }
 
-    /// A small deterministic generator (xorshift), so failures repeat.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
-
     /// Runs of groups (as sorted files give them), single rows, nulls, NaN,
     /// groups with nothing but nulls,
     /// values whose sum depends on the order of the additions, and a filter.
@@ -292,19 +281,19 @@ mod tests {
         let mut values = Vec::new();
         let mut filter = Vec::new();
         while indices.len() < 3000 {
-            let group = (rng.next() % groups as u64) as usize;
-            let run = 1 + (rng.next() % 40) as usize;
+            let group = rng.below(groups as u64) as usize;
+            let run = 1 + rng.below(40) as usize;
             for _ in 0..run {
                 indices.push(group);
-                values.push(match rng.next() % 50 {
+                values.push(match rng.below(50) {
                     // Every seventh group sees no value at all: its avg is null.
                     _ if group % 7 == 6 => None,
                     0 => None,
                     1 => Some(f64::NAN),
                     2 => Some(1e17),
-                    _ => Some((rng.next() % 1000) as f64 / 7.0 - 50.0),
+                    _ => Some(rng.below(1000) as f64 / 7.0 - 50.0),
                 });
-                filter.push(match rng.next() % 20 {
+                filter.push(match rng.below(20) {
                     0 => None,
                     1 => Some(false),
                     _ => Some(true),

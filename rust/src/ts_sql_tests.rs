@@ -18,23 +18,8 @@ use datafusion::logical_expr::{col, SortExpr};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::m4::M4;
+use crate::tsagg_tests::Rng;
 use crate::twm::TimeWeighted;
-
-/// xorshift64*: deterministic pseudo-random numbers.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn ctx(partitions: usize) -> SessionContext {
     let state = crate::planner::install(

@@ -16,18 +16,19 @@ use datafusion::prelude::SessionContext;
 use crate::m4::{M4State, Point, M4};
 use crate::twm::{merge_runs, Method, Run, TimeWeighted};
 
-/// xorshift64*: deterministic pseudo-random numbers without a dependency.
-struct Rng(u64);
+/// xorshift64*: deterministic pseudo-random numbers without a dependency
+/// (the crate's tests share it).
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }
