@@ -290,7 +290,10 @@ typedef struct TlCatalogCallbacks {
   //                           file read as it is may be split into row ranges
   //                           read in parallel
   // and, optionally, the schema metadata "page.rows": the rows of the table's
-  // data pages, which such ranges start at multiples of.
+  // data pages, which such ranges start at multiples of; and
+  // "filter.pushdown": the resolved `filter-pushdown` setting ("true": the
+  // scan evaluates the pushed filters row by row; "false": it does not;
+  // "auto" or absent: where that pays, see provider.rs).
   // Files of one group may hold rows with equal keys and are merged by
   // (keys, order, seq), keeping the last row of equal keys. When a group
   // exists, the batch's schema metadata names the merge: "dedup.key.0",

@@ -3,7 +3,8 @@
 //!
 //! - [`store`]: warehouse storage (`tl_store_*`), with [`trace`] for
 //!   `TIMELAKE_TRACE=storage` and [`cache`], the block cache of immutable
-//!   objects.
+//!   objects; [`prefetch`] reads a row group with one request when filters
+//!   are evaluated in the scan.
 //! - [`session`]: SQL sessions (`tl_session_*`) whose catalog ([`catalog`])
 //!   and tables ([`provider`], [`filters`]) are answered by C++ callbacks
 //!   ([`callbacks`], a leaf: it uses no other module but [`error`]).
@@ -40,6 +41,7 @@ pub mod lastvalue;
 pub mod m4;
 pub mod naming;
 pub mod planner;
+pub mod prefetch;
 pub mod provider;
 pub mod rollup;
 pub mod routing;

@@ -15,8 +15,10 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::project_schema;
 use datafusion::common::ScalarValue;
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::parquet::CachedParquetFileReaderFactory;
 use datafusion::datasource::physical_plan::parquet::ParquetRowSelection;
+use datafusion::datasource::physical_plan::parquet::{
+    CachedParquetFileReaderFactory, ParquetFileReaderFactory,
+};
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder, ParquetSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
@@ -41,6 +43,7 @@ use crate::fieldids::FieldIdAdapterFactory;
 use crate::filters::translate_filters;
 use crate::footers;
 use crate::naming::NamingReaderFactory;
+use crate::prefetch::{PrefetchReaderFactory, Projected};
 use crate::runtime;
 use crate::settings::TimelakeOptions;
 use crate::store::Store;
@@ -277,11 +280,17 @@ impl TimelakeTable {
             .get("page.rows")
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|&r| r > 0);
+        let row_filters = match metadata.get("filter.pushdown").map(String::as_str) {
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            _ => None,
+        };
         let mut plan = ScanPlan {
             files,
             dedup: None,
             sort,
             page_rows,
+            row_filters,
         };
         members.retain(|m| !m.is_empty());
         if members.is_empty() {
@@ -351,6 +360,9 @@ impl TimelakeTable {
     }
 
     /// A Parquet scan of `files` (one file group per entry of `groups`).
+    /// `row_filters` evaluates the filters DataFusion pushes into it row by
+    /// row inside the scan (see [`row_filters_pay`]), each row group still
+    /// read with one request ([`crate::prefetch`]).
     pub(crate) fn parquet_scan(
         &self,
         state: &dyn Session,
@@ -359,6 +371,7 @@ impl TimelakeTable {
         projection: Option<Vec<usize>>,
         ordering: Option<LexOrdering>,
         limit: Option<usize>,
+        row_filters: bool,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
         let object_store_url = ObjectStoreUrl::parse(self.store.base_url().as_str())?;
         let runtime_env = state.runtime_env();
@@ -371,7 +384,17 @@ impl TimelakeTable {
             runtime_env.cache_manager.get_file_metadata_cache(),
         );
 
-        let options = state.default_table_options().parquet;
+        let mut options = state.default_table_options().parquet;
+        let reader_factory: Arc<dyn ParquetFileReaderFactory> = if row_filters {
+            options.global.pushdown_filters = true;
+            Arc::new(PrefetchReaderFactory {
+                inner: Arc::new(reader_factory),
+                projected: Arc::new(Projected::of(&self.schema, projection.as_deref())),
+                footers: runtime_env.cache_manager.get_file_metadata_cache(),
+            })
+        } else {
+            Arc::new(reader_factory)
+        };
         let metadata_size_hint = options.global.metadata_size_hint;
         let table_schema = TableSchema::builder(Arc::clone(&self.schema))
             .with_table_partition_cols(partition_cols)
@@ -380,7 +403,7 @@ impl TimelakeTable {
             .with_table_parquet_options(options)
             .with_enable_page_index(true)
             .with_parquet_file_reader_factory(Arc::new(NamingReaderFactory {
-                inner: Arc::new(reader_factory),
+                inner: reader_factory,
                 store: client,
             }));
         if let Some(hint) = metadata_size_hint {
@@ -390,8 +413,9 @@ impl TimelakeTable {
         // FilterExec above this scan (they are Inexact), and DataFusion's
         // physical FilterPushdown rule, which always runs, pushes them into
         // this ParquetSource as its pruning predicate (row groups, page
-        // index, bloom filters; row-level too with
-        // `datafusion.execution.parquet.pushdown_filters`). Setting it here
+        // index, bloom filters; row-level too with `row_filters` or the
+        // session's `datafusion.execution.parquet.pushdown_filters`, which
+        // then removes the FilterExec). Setting it here
         // as well would make the source evaluate every filter twice.
         // Columns are found in each file by Iceberg field id, so that files
         // written before a rename or a widening read right.
@@ -497,6 +521,7 @@ impl TimelakeTable {
             Some(scanned.clone()),
             if all_sorted { table_ordering } else { None },
             None,
+            false,
         )?;
         if !all_sorted {
             input =
@@ -644,6 +669,9 @@ struct ScanPlan {
     /// The table's sort order (table schema indices), which files flagged
     /// `sorted` hold.
     sort: Vec<usize>,
+    /// Row filters in the scan: the `filter-pushdown` setting when it says
+    /// (`None`: auto, [`row_filters_pay`] decides).
+    row_filters: Option<bool>,
 }
 
 /// The order a data file's rows are sorted in (table schema columns),
@@ -681,6 +709,36 @@ fn mark_sorted(
         }
     }
     files
+}
+
+/// Whether evaluating `filters` row by row inside the Parquet scan pays:
+/// the files are sorted by the table's sort order and no filter names one
+/// of its columns but the last. Files sorted by series then time keep a
+/// series' rows on a few pages, so a filter on the series is answered by
+/// skipping pages and a row filter would only evaluate it again; a filter
+/// on time or on a measurement finds rows on every page, so the scan
+/// decodes the other columns only for the rows that pass.
+fn row_filters_pay(
+    schema: &SchemaRef,
+    sort: &[usize],
+    files: &[PlannedFile],
+    filters: &[Expr],
+) -> bool {
+    let Some((_, leading)) = sort.split_last() else {
+        return false;
+    };
+    if filters.is_empty() || !files.iter().all(|f| f.sorted) {
+        return false;
+    }
+    let leading: Vec<&str> = leading
+        .iter()
+        .map(|&i| schema.field(i).name().as_str())
+        .collect();
+    filters.iter().all(|f| {
+        f.column_refs()
+            .iter()
+            .all(|c| !leading.contains(&c.name.as_str()))
+    })
 }
 
 #[async_trait]
@@ -723,6 +781,7 @@ impl TableProvider for TimelakeTable {
             dedup,
             sort,
             page_rows,
+            row_filters,
         } = self
             .parse_plan(answer.rows)
             .map_err(TlError::into_datafusion)?;
@@ -733,10 +792,20 @@ impl TableProvider for TimelakeTable {
         }
 
         let target = state.config().target_partitions().max(1);
+        let row_filters = !filters.is_empty()
+            && row_filters.unwrap_or_else(|| row_filters_pay(&self.schema, &sort, &files, filters));
         let Some(dedup) = dedup else {
             let plain = mark_sorted(&self.schema, &sort, files);
             let groups = balanced_groups(plain, target, page_rows, limit);
-            return self.parquet_scan(state, groups, vec![], projection.cloned(), None, limit);
+            return self.parquet_scan(
+                state,
+                groups,
+                vec![],
+                projection.cloned(),
+                None,
+                limit,
+                row_filters,
+            );
         };
 
         // Files of a dedup group are merged; the others are read as they are.
@@ -769,6 +838,7 @@ impl TableProvider for TimelakeTable {
                 projection.cloned(),
                 None,
                 None,
+                row_filters,
             )?);
         }
         for mut group in grouped.into_iter().filter(|g| !g.is_empty()) {

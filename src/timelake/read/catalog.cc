@@ -447,6 +447,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
       merged > 0 ? MergeSpecOf(table, /*keep_all=*/false) : MergeSpec{};
   TIMELAKE_ASSIGN_OR_RAISE(
       auto batch, PlanBatch(table, survivors, group, merged > 0 ? &spec : nullptr));
+  auto metadata = batch->schema()->HasMetadata()
+                      ? batch->schema()->metadata()->Copy()
+                      : std::make_shared<arrow::KeyValueMetadata>();
+  metadata->Append("filter.pushdown", pushdown);
+  batch = batch->ReplaceSchemaMetadata(metadata);
   ScanStats scan;
   scan.table = table.name.ToString();
   scan.live = files.size();

@@ -76,7 +76,9 @@ constexpr std::array kSettings = {
             "how files that may share keys are combined on read", "merge|keys-first", "",
             kNotYet},
     Setting{"filter-pushdown", Type::kEnum, "auto", kCTS, k030,
-            "prune files, row groups and pages with the query's filters",
+            "prune files with the query's filters (false: none); evaluate them row "
+            "by row in the scan (true; auto: where files are sorted and no filter "
+            "names a sort column but the last)",
             "auto|true|false"},
     Setting{"in-list-pruning", Type::kBool, "true", kCTS, k030,
             "prune files with IN lists of any length"},
