@@ -387,6 +387,13 @@ impl TimelakeTable {
         let mut options = state.default_table_options().parquet;
         let reader_factory: Arc<dyn ParquetFileReaderFactory> = if row_filters {
             options.global.pushdown_filters = true;
+            // The reader's predicate cache keeps the decoded values of
+            // columns both filtered and output, and so asks for their pages
+            // for rows widened to whole batches: past the pages the
+            // prefetch found for the filter's rows, a request more per row
+            // group, and more bytes. Decoding those columns twice is cheaper
+            // (measured on TSBS; docs/architecture.md).
+            options.global.max_predicate_cache_size = Some(0);
             Arc::new(PrefetchReaderFactory {
                 inner: Arc::new(reader_factory),
                 projected: Arc::new(Projected::of(&self.schema, projection.as_deref())),
@@ -711,34 +718,17 @@ fn mark_sorted(
     files
 }
 
-/// Whether evaluating `filters` row by row inside the Parquet scan pays:
-/// the files are sorted by the table's sort order and no filter names one
-/// of its columns but the last. Files sorted by series then time keep a
-/// series' rows on a few pages, so a filter on the series is answered by
-/// skipping pages and a row filter would only evaluate it again; a filter
-/// on time or on a measurement finds rows on every page, so the scan
-/// decodes the other columns only for the rows that pass.
-fn row_filters_pay(
-    schema: &SchemaRef,
-    sort: &[usize],
-    files: &[PlannedFile],
-    filters: &[Expr],
-) -> bool {
-    let Some((_, leading)) = sort.split_last() else {
-        return false;
-    };
-    if filters.is_empty() || !files.iter().all(|f| f.sorted) {
-        return false;
-    }
-    let leading: Vec<&str> = leading
-        .iter()
-        .map(|&i| schema.field(i).name().as_str())
-        .collect();
-    filters.iter().all(|f| {
-        f.column_refs()
-            .iter()
-            .all(|c| !leading.contains(&c.name.as_str()))
-    })
+/// Whether evaluating the filters row by row inside the Parquet scan pays
+/// by default: when every file is sorted by the table's sort order. The
+/// scan then decodes the other columns only for the rows that pass, where
+/// page pruning keeps whole pages: a page holds up to 20,000 rows
+/// (`data-page-rows`) of several series at all their times. Files we
+/// write cut every column's pages at those row counts (unless a page
+/// reaches Parquet's 1 MiB page size first), so the prefetch reads what a
+/// scan without row filters reads; files of other writers may cut pages
+/// elsewhere, and would be read with more bytes.
+fn row_filters_pay(files: &[PlannedFile]) -> bool {
+    files.iter().all(|f| f.sorted)
 }
 
 #[async_trait]
@@ -792,8 +782,8 @@ impl TableProvider for TimelakeTable {
         }
 
         let target = state.config().target_partitions().max(1);
-        let row_filters = !filters.is_empty()
-            && row_filters.unwrap_or_else(|| row_filters_pay(&self.schema, &sort, &files, filters));
+        let row_filters =
+            !filters.is_empty() && row_filters.unwrap_or_else(|| row_filters_pay(&files));
         let Some(dedup) = dedup else {
             let plain = mark_sorted(&self.schema, &sort, files);
             let groups = balanced_groups(plain, target, page_rows, limit);

@@ -197,9 +197,9 @@ def test_the_head_carries_footers_so_a_cold_query_reads_data_only(warehouse, tmp
 
 def test_filters_evaluated_in_the_scan_read_each_file_once(warehouse, tmp_path):
     make_table(warehouse, tmp_path)
-    # No filter names the series, so the scan evaluates them row by row
-    # (filter-pushdown auto) and decodes `value` only for the rows that pass;
-    # the filter's pages and the rest are still one request per file.
+    # The files are sorted, so the scan evaluates the filters row by row
+    # (filter-pushdown auto) and decodes the rest only for the rows that
+    # pass; the filters' pages and the rest are still one request per file.
     sql = ("SELECT count(*) AS n, sum(value) AS v FROM s "
            "WHERE time >= '2026-04-01T00:01:00Z' AND value > 15000")
     assert "FilterExec" not in run_cli("-w", warehouse, "sql", "EXPLAIN " + sql).stdout

@@ -77,8 +77,7 @@ constexpr std::array kSettings = {
             kNotYet},
     Setting{"filter-pushdown", Type::kEnum, "auto", kCTS, k030,
             "prune files with the query's filters (false: none); evaluate them row "
-            "by row in the scan (true; auto: where files are sorted and no filter "
-            "names a sort column but the last)",
+            "by row in the scan (true; auto: where every file is sorted)",
             "auto|true|false"},
     Setting{"in-list-pruning", Type::kBool, "true", kCTS, k030,
             "prune files with IN lists of any length"},
