@@ -28,14 +28,15 @@ use datafusion::physical_expr_adapter::{
 };
 
 /// The Arrow field metadata key of a Parquet field id.
-const FIELD_ID_KEY: &str = "PARQUET:field_id";
+pub(crate) const FIELD_ID_KEY: &str = "PARQUET:field_id";
 
 /// Prefix of the names given to table columns that a file does not have
 /// although it has a column of the same name (another field id): no file
 /// column has such a name, so they read as nulls.
 const ABSENT_PREFIX: &str = "__timelake_absent_";
 
-fn field_id(field: &Field) -> Option<i32> {
+/// The field id of an Arrow field, if its metadata carries one.
+pub(crate) fn field_id(field: &Field) -> Option<i32> {
     field.metadata().get(FIELD_ID_KEY)?.parse().ok()
 }
 

@@ -46,8 +46,7 @@ use parquet::errors::{ParquetError, Result as ParquetResult};
 use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
-/// The Arrow field metadata key of a Parquet field id.
-const FIELD_ID_KEY: &str = "PARQUET:field_id";
+use crate::fieldids::field_id;
 
 /// The table columns a scan reads, to find their column chunks in a file:
 /// by Iceberg field id where the file has ids, by name otherwise (as
@@ -67,11 +66,7 @@ impl Projected {
             let Some(field) = schema.fields().get(i) else {
                 continue;
             };
-            if let Some(id) = field
-                .metadata()
-                .get(FIELD_ID_KEY)
-                .and_then(|v| v.parse().ok())
-            {
+            if let Some(id) = field_id(field) {
                 out.ids.insert(id);
             }
             out.names.insert(field.name().clone());
@@ -480,6 +475,7 @@ mod tests {
     use parquet::file::properties::WriterProperties;
 
     use super::*;
+    use crate::fieldids::FIELD_ID_KEY;
 
     /// A file in memory that records each `get_byte_ranges` call.
     struct Recording {
