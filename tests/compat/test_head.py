@@ -195,6 +195,7 @@ def test_the_head_carries_footers_so_a_cold_query_reads_data_only(warehouse, tmp
     assert reads_without.keys() == reads.keys()
     assert min(reads_without.values()) >= 2, requests
 
+
 def test_filters_evaluated_in_the_scan_read_each_file_once(warehouse, tmp_path):
     make_table(warehouse, tmp_path)
     # The files are sorted, so the scan evaluates the filters row by row
