@@ -7,6 +7,12 @@
 #include <condition_variable>
 #include <mutex>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <arrow/memory_pool.h>
+
 #include "timelake/maintain/maintain.h"
 #include "timelake/versions/versions.h"
 
@@ -33,6 +39,20 @@ void AddReport(MaintainReport* to, const MaintainReport& r) {
 }
 
 namespace {
+
+// Hands memory a compaction freed back to the system. A compaction decodes,
+// sorts and encodes a partition's files on several threads, each with its
+// own malloc arena and allocator heap, and those keep what they freed: an
+// ingest of 1,000 hosts x 12 h peaked at 122 MB of live heap (heaptrack)
+// and 370-430 MiB of RSS, 335-360 MiB with this. Cheap beside the
+// compaction itself; not done after appends, where it cost 10% of the
+// ingest's time in page faults.
+void ReleaseFreedMemory() {
+  arrow::default_memory_pool()->ReleaseUnused();
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 // Waits for `run` and returns its outcome with `lake` as the table's.
 MaintenanceOutcome Await(BackgroundRun& run, const std::shared_ptr<LakeState>& lake) {
@@ -80,6 +100,7 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
     MaintainReport mine;
     auto done = MaintainAfterAppend(base, partitions, max_commit_attempts, &mine);
     AddReport(&report, mine);
+    if (mine.partitions_compacted > 0) ReleaseFreedMemory();
     // The newest version either run made (a failed run leaves the one
     // before it), and every failure, the earlier run's first.
     std::shared_ptr<const TableState> newest = done.ok() ? *done : nullptr;
