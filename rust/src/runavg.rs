@@ -514,10 +514,10 @@ mod tests {
     }
 
     /// `avg` over an Int64 column, with no cast in the plan, answers the
-    /// bits of `avg` over the column cast to Float64 in every form: grouped
-    /// in runs, with FILTER, DISTINCT, not grouped, over a sliding window
-    /// (which retracts), and beside the other input types the built-in's
-    /// coercion still serves.
+    /// bits of `avg` over the column cast to Float64: grouped in runs, with
+    /// FILTER, not grouped, over a sliding window (which retracts), and
+    /// beside the other input types the built-in's coercion still serves.
+    /// DISTINCT takes the distinct integers (within rounding of the sum).
     #[test]
     fn int64_is_taken_as_it_is_with_the_builtins_bits() {
         use arrow::array::{
