@@ -55,14 +55,23 @@ fn runtime() -> &'static Runtime {
 /// retries; the process's own disposition is left alone.
 fn block_sigpipe() {
     #[cfg(unix)]
-    // SAFETY: `set` is a local sigset_t initialised by sigemptyset before
-    // use; pthread_sigmask only changes the calling thread's mask, and a
+    // SAFETY: pthread_sigmask only changes the calling thread's mask, and a
     // null old-set pointer is allowed.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &sigpipe_set(), std::ptr::null_mut());
+    }
+}
+
+/// The signal set holding SIGPIPE alone.
+#[cfg(unix)]
+fn sigpipe_set() -> libc::sigset_t {
+    // SAFETY: `set` is a local sigset_t that sigemptyset initialises before
+    // sigaddset adds to it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGPIPE);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
     }
 }
 
@@ -114,15 +123,11 @@ struct SigpipeBlocked {
 impl SigpipeBlocked {
     fn new() -> Self {
         #[cfg(unix)]
-        // SAFETY: `set` and `old` are local sigset_t values, initialised by
-        // sigemptyset and by pthread_sigmask before use; pthread_sigmask only
-        // changes the calling thread's mask.
+        // SAFETY: `old` is a local sigset_t that pthread_sigmask fills
+        // before use; pthread_sigmask only changes the calling thread's mask.
         unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGPIPE);
             let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &sigpipe_set(), &mut old);
             Self { old }
         }
         #[cfg(not(unix))]
@@ -144,14 +149,11 @@ impl Drop for SigpipeBlocked {
             if libc::sigpending(&mut pending) == 0
                 && libc::sigismember(&pending, libc::SIGPIPE) == 1
             {
-                let mut set: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut set);
-                libc::sigaddset(&mut set, libc::SIGPIPE);
                 let zero = libc::timespec {
                     tv_sec: 0,
                     tv_nsec: 0,
                 };
-                libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+                libc::sigtimedwait(&sigpipe_set(), std::ptr::null_mut(), &zero);
             }
             libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
         }
@@ -308,6 +310,7 @@ mod tests {
         assert_eq!(nested.unwrap(), 7);
     }
 
+    #[cfg(unix)]
     #[test]
     fn futures_run_on_the_calling_thread_with_sigpipe_blocked() {
         let caller = std::thread::current().id();
