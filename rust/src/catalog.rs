@@ -2,8 +2,9 @@
 //! callbacks of `TlCatalogCallbacks` (see [`crate::callbacks`]).
 //!
 //! Callbacks block (they may read Iceberg metadata from storage), so they
-//! never run on a tokio worker thread as such: synchronous trait methods use
-//! `block_in_place`, async ones the blocking pool (see [`crate::runtime`]).
+//! never run on a tokio worker thread as such: they run on the query's own
+//! thread, or with the worker handed over (`block_in_place`; see
+//! [`crate::runtime::call_blocking`]).
 
 use std::sync::Arc;
 
@@ -79,9 +80,7 @@ impl SchemaProvider for TimelakeSchema {
     }
 
     async fn table(&self, name: &str) -> DFResult<Option<Arc<dyn TableProvider>>, DataFusionError> {
-        let callbacks = Arc::clone(&self.callbacks);
-        let (schema, table) = (self.name.clone(), name.to_string());
-        let arrow_schema = runtime::call_blocking(move || callbacks.table_schema(&schema, &table))
+        let arrow_schema = runtime::call_blocking(|| self.callbacks.table_schema(&self.name, name))
             .await
             .and_then(|r| r)
             .map_err(TlError::into_datafusion)?;

@@ -758,10 +758,9 @@ impl TableProvider for TimelakeTable {
         limit: Option<usize>,
     ) -> DFResult<Arc<dyn ExecutionPlan>> {
         let request = self.scan_request(state, projection, filters, limit);
-        let callbacks = Arc::clone(&self.callbacks);
-        let (schema_name, table_name) = (self.schema_name.clone(), self.table_name.clone());
-        let answer = runtime::call_blocking(move || {
-            callbacks.plan_scan(&schema_name, &table_name, &request)
+        let answer = runtime::call_blocking(|| {
+            self.callbacks
+                .plan_scan(&self.schema_name, &self.table_name, &request)
         })
         .await
         .and_then(|r| r)

@@ -5,15 +5,15 @@
 //! host's own thread: a query, a storage call of the C++ engine) drives its
 //! future on that thread with `Handle::block_on`. The future's own work then
 //! costs no thread switch. TSBS `lastpoint` (it plans, calls the C++ catalog
-//! and returns one batch) used to switch threads 15 times per query, 4 now
-//! (`perf stat`), and its CPU time per query fell from 2.8 to 1.9 ms: waking
-//! a parked worker and then the waiting caller is slow. Tasks the future
-//! spawns still run on the workers.
+//! and returns one batch) used to switch threads 15 times per query, none
+//! now (`perf stat`; C++ catalog callbacks also run on the caller's thread,
+//! see [`call_blocking`]), and its CPU time per query fell from 2.8 to
+//! 1.9 ms: waking a parked worker and then the waiting caller is slow. Tasks
+//! the future spawns still run on the workers.
 //!
 //! `block_on` panics on a thread that is already inside a runtime, which is
 //! where C++ catalog callbacks run when they call back into `tl_store_*`
-//! (on the caller's thread inside its `block_on`, or on a blocking-pool
-//! thread). There the future is spawned onto the runtime instead, and the
+//! (on the caller's thread inside its `block_on`, or on a worker thread). There the future is spawned onto the runtime instead, and the
 //! caller waits on a plain channel.
 
 use std::future::Future;
@@ -236,18 +236,20 @@ pub fn call_blocking_sync<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// Calls blocking code (a C++ callback) from async code: it runs on the
-/// runtime's blocking pool while the calling task yields.
-pub async fn call_blocking<R, F>(f: F) -> TlResult<R>
-where
-    F: FnOnce() -> R + Send + 'static,
-    R: Send + 'static,
-{
-    match handle().spawn_blocking(f).await {
-        Ok(value) => Ok(value),
-        Err(e) if e.is_panic() => Err(TlError::internal(panic_message(e.into_panic().as_ref()))),
-        Err(e) => Err(TlError::internal(format!("blocking task failed: {e}"))),
-    }
+/// Calls blocking code (a C++ callback) from async code. On the caller's
+/// own thread (a query's future driven by [`run`]) it runs right there: a
+/// catalog callback costs no hop to the blocking pool and back, which was
+/// two thread switches per table per query. On a runtime worker the worker
+/// is handed over for the duration, as in [`call_blocking_sync`]. A panic in
+/// `f` is reported as TL_INTERNAL.
+///
+/// The callback runs to its end before the caller sees an interrupt
+/// ([`run_interruptible`] checks its flag at the future's yields). Catalog
+/// callbacks read table metadata: a few storage requests at most, each with
+/// its timeout.
+pub async fn call_blocking<R>(f: impl FnOnce() -> R) -> TlResult<R> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| call_blocking_sync(f)))
+        .map_err(|payload| TlError::internal(panic_message(payload.as_ref())))
 }
 
 #[cfg(test)]
@@ -304,10 +306,30 @@ mod tests {
     }
 
     #[test]
-    fn run_works_from_blocking_pool_threads() {
-        // C++ callbacks run on blocking threads and call back into run().
+    fn run_works_inside_blocking_calls() {
+        // C++ callbacks run inside the runtime's context and call back into
+        // run().
         let nested = run(async { call_blocking(|| run(async { 7 }).unwrap()).await.unwrap() });
         assert_eq!(nested.unwrap(), 7);
+    }
+
+    #[test]
+    fn blocking_calls_run_on_the_callers_thread_and_report_panics() {
+        let caller = std::thread::current().id();
+        let here = run(async { call_blocking(|| std::thread::current().id()).await }).unwrap();
+        assert_eq!(here.unwrap(), caller);
+        // On a worker the call still completes (the worker is handed over).
+        let on_worker = run(async {
+            tokio::spawn(async { call_blocking(|| 3).await.unwrap() })
+                .await
+                .unwrap()
+        });
+        assert_eq!(on_worker.unwrap(), 3);
+        let err = run(async { call_blocking(|| -> i32 { panic!("in a callback") }).await })
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code, TlCode::Internal);
+        assert!(err.message.contains("in a callback"), "{}", err.message);
     }
 
     #[cfg(unix)]
@@ -342,7 +364,7 @@ mod tests {
             assert_eq!((taken, delivered), (0, 1));
         }
         assert!(!sigpipe_blocked());
-        // Inside the runtime (a callback on a blocking thread) the future
+        // Inside the runtime (a callback inside the query's future) the future
         // goes to the runtime, and interrupting it still works.
         let flag = AtomicBool::new(false);
         let inner = run(async move {
