@@ -266,20 +266,6 @@ arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table,
   return out;
 }
 
-// One row's place in the write order.
-struct RowKey {
-  // The partition (offset to be unsigned) in the high 32 bits, the rank of
-  // the row's series among the batch's series in the low 32.
-  uint64_t group;
-  int64_t time;
-  int64_t ingest;  // 0 without an insertion-time column
-  int64_t row;     // input position
-  friend bool operator<(const RowKey& a, const RowKey& b) {
-    return std::tie(a.group, a.time, a.ingest, a.row) <
-           std::tie(b.group, b.time, b.ingest, b.row);
-  }
-};
-
 // The dense rank of each row's value of `column` in ascending order: 0 for
 // null, 1 for the smallest value, …; `*distinct` is the highest rank. The
 // distinct values are found by hashing and only they are sorted, so a batch
@@ -329,14 +315,12 @@ arrow::Result<std::vector<uint32_t>> DenseRanks(
   return ranks;
 }
 
-// The sort keys of every row of `table` (one chunk per column) for the
-// write order (partition, series…, time, insertion, input position).
-arrow::Result<std::vector<RowKey>> SortKeys(const arrow::Table& table,
-                                            const Layout& layout,
-                                            const arrow::Int32Array* partitions) {
+// The series of every row of `table` (one chunk per column) as one rank:
+// the series key columns' dense ranks, combined in order, so that ranks
+// order as the key columns do (nulls first). All 0 without a series key.
+arrow::Result<std::vector<uint32_t>> SeriesRanks(const arrow::Table& table,
+                                                 const Layout& layout) {
   const int64_t n = table.num_rows();
-  std::vector<RowKey> keys(static_cast<size_t>(n));
-  // The series as one rank: the key columns' ranks, combined in order.
   std::vector<uint32_t> series(static_cast<size_t>(n), 0);
   for (const auto& k : layout.series_key) {
     uint32_t distinct = 0;
@@ -352,9 +336,9 @@ arrow::Result<std::vector<RowKey>> SortKeys(const arrow::Table& table,
       continue;
     }
     // Too many combinations for 32 bits: rank the pairs themselves.
-    std::vector<std::pair<uint32_t, uint32_t>> pairs(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) pairs[i] = {series[i], ranks[i]};
-    std::vector<std::pair<uint32_t, uint32_t>> distinct_pairs = pairs;
+    std::vector<uint64_t> pairs(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) pairs[i] = uint64_t{series[i]} << 32 | ranks[i];
+    std::vector<uint64_t> distinct_pairs = pairs;
     std::sort(distinct_pairs.begin(), distinct_pairs.end());
     distinct_pairs.erase(std::unique(distinct_pairs.begin(), distinct_pairs.end()),
                          distinct_pairs.end());
@@ -364,76 +348,57 @@ arrow::Result<std::vector<RowKey>> SortKeys(const arrow::Table& table,
           distinct_pairs.begin());
     }
   }
-  const auto& times = static_cast<const arrow::TimestampArray&>(
-      *table.GetColumnByName(*layout.time_column)->chunk(0));
-  std::shared_ptr<arrow::TimestampArray> ingest;
-  if (!layout.ingest_column.empty()) {
-    ingest = std::static_pointer_cast<arrow::TimestampArray>(
-        table.GetColumnByName(layout.ingest_column)->chunk(0));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const uint64_t partition =
-        partitions ? static_cast<uint32_t>(partitions->Value(i)) ^ 0x80000000u : 0;
-    keys[i].group = partition << 32 | series[i];
-    keys[i].time = times.Value(i);
-    // Stamped before: no null insertion times are left.
-    keys[i].ingest = ingest ? ingest->Value(i) : 0;
-    keys[i].row = i;
-  }
-  return keys;
+  return series;
 }
 
-// Sorts `keys` (made by SortKeys: input positions ascending) by RowKey's
-// order. A stable counting sort by (partition, series) first, O(rows): a
-// series' rows then stand in input order, which is usually already their
-// time order (data arrives in time order; a compaction's inputs are sorted
-// files of successive appends), so each run only needs checking, and is
-// sorted on its own when it is not. Equivalent to std::sort by RowKey's
-// operator< (keys are distinct by input position).
-void SortRowKeys(std::vector<RowKey>* keys) {
-  const size_t n = keys->size();
-  if (n < 2) return;
-  // The partitions (high 32 bits of `group`) as dense ranks; few per batch.
-  std::vector<uint32_t> partitions;
+// Turns `series` (SeriesRanks) into each row's group: its (partition,
+// series) as a rank in that order, returning the number of slots (the
+// highest rank plus one, or more). Partitions are few per batch, so a group
+// is usually the partition's rank times the series' count plus the series;
+// when that numbering would be much sparser than the rows (series ranks of
+// several key columns combine sparsely), the pairs present are ranked.
+size_t GroupRanks(const arrow::Int32Array* partitions, std::vector<uint32_t>* series) {
+  const size_t n = series->size();
   uint32_t max_series = 0;
-  for (const auto& k : *keys) {
-    const auto p = static_cast<uint32_t>(k.group >> 32);
-    if (partitions.empty() || partitions.back() != p) partitions.push_back(p);
-    max_series = std::max(max_series, static_cast<uint32_t>(k.group));
-  }
-  std::sort(partitions.begin(), partitions.end());
-  partitions.erase(std::unique(partitions.begin(), partitions.end()), partitions.end());
-  const size_t series_slots = size_t{max_series} + 1;
-  if (partitions.size() * series_slots > 4 * n + 1024) {
-    std::sort(keys->begin(), keys->end());  // sparse groups: counting costs more
-    return;
-  }
-  auto slot = [&](const RowKey& k) {
-    const auto p = std::lower_bound(partitions.begin(), partitions.end(),
-                                    static_cast<uint32_t>(k.group >> 32)) -
-                   partitions.begin();
-    return static_cast<size_t>(p) * series_slots + static_cast<uint32_t>(k.group);
+  for (const uint32_t s : *series) max_series = std::max(max_series, s);
+  const uint64_t series_slots = uint64_t{max_series} + 1;
+  // Partitions as unsigned numbers in the order of their signed values.
+  auto partition = [&](size_t i) -> uint32_t {
+    if (partitions == nullptr) return 0;
+    return static_cast<uint32_t>(partitions->Value(static_cast<int64_t>(i))) ^
+           0x80000000u;
   };
-  std::vector<size_t> starts(partitions.size() * series_slots + 1, 0);
-  for (const auto& k : *keys) ++starts[slot(k) + 1];
-  for (size_t i = 1; i < starts.size(); ++i) starts[i] += starts[i - 1];
-  std::vector<RowKey> sorted(n);
-  {
-    std::vector<size_t> next(starts.begin(), starts.end() - 1);
-    for (const auto& k : *keys) sorted[next[slot(k)]++] = k;
+  std::vector<uint32_t> values;
+  for (size_t i = 0; i < n; ++i) {
+    if (values.empty() || values.back() != partition(i)) values.push_back(partition(i));
   }
-  // Each (partition, series) run, in input order: sorted already when its
-  // (time, insertion) never falls.
-  for (size_t g = 0; g + 1 < starts.size(); ++g) {
-    auto begin = sorted.begin() + static_cast<std::ptrdiff_t>(starts[g]);
-    auto end = sorted.begin() + static_cast<std::ptrdiff_t>(starts[g + 1]);
-    const bool in_order =
-        std::is_sorted(begin, end, [](const RowKey& a, const RowKey& b) {
-          return std::tie(a.time, a.ingest) < std::tie(b.time, b.ingest);
-        });
-    if (!in_order) std::sort(begin, end);
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  const uint64_t slots = std::max<uint64_t>(values.size(), 1) * series_slots;
+  if (slots <= 4 * uint64_t{n} + 1024 && slots <= UINT32_MAX) {
+    if (values.size() <= 1) return static_cast<size_t>(slots);
+    uint32_t last = 0, rank = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t p = partition(i);
+      if (i == 0 || p != last) {  // rows come in runs of one partition
+        rank = static_cast<uint32_t>(std::lower_bound(values.begin(), values.end(), p) -
+                                     values.begin());
+        last = p;
+      }
+      (*series)[i] = static_cast<uint32_t>(rank * series_slots + (*series)[i]);
+    }
+    return static_cast<size_t>(slots);
   }
-  *keys = std::move(sorted);
+  std::vector<uint64_t> pairs(n);
+  for (size_t i = 0; i < n; ++i) pairs[i] = uint64_t{partition(i)} << 32 | (*series)[i];
+  std::vector<uint64_t> distinct = pairs;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (size_t i = 0; i < n; ++i) {
+    (*series)[i] = static_cast<uint32_t>(
+        std::lower_bound(distinct.begin(), distinct.end(), pairs[i]) - distinct.begin());
+  }
+  return distinct.size();
 }
 
 // The positions of the rows of `table` (one chunk per column) in the write
@@ -442,29 +407,72 @@ void SortRowKeys(std::vector<RowKey>* keys) {
 // that order is the latest insertion, then the later input row. With
 // `series_ends`, also the positions in the result that end a (partition,
 // series): each series' newest-row candidate.
+//
+// The rows' positions are put in order where the result is built, by a
+// stable counting sort on their (partition, series) group, O(rows). A
+// group's rows then stand in input order, which is usually already their
+// time order (data arrives in time order; a compaction's inputs are sorted
+// files of successive appends), so each group only needs checking, and is
+// sorted on its own when it is not. Only the groups (4 bytes a row) and the
+// result (8) are allocated, and times are read where they are.
 arrow::Result<std::shared_ptr<arrow::Array>> OrderRows(
     const arrow::Table& table, const Layout& layout, const arrow::Int32Array* partitions,
     std::shared_ptr<arrow::Array>* series_ends) {
   const int64_t n = table.num_rows();
-  TIMELAKE_ASSIGN_OR_RAISE(auto keys, SortKeys(table, layout, partitions));
-  SortRowKeys(&keys);
-  arrow::Int64Builder order, last;
-  TIMELAKE_RETURN_NOT_OK(order.Reserve(n));
+  if (static_cast<uint64_t>(n) > UINT32_MAX) {
+    return Invalid("a batch of " + std::to_string(n) + " rows; at most " +
+                   std::to_string(UINT32_MAX) + " are written at once");
+  }
+  TIMELAKE_ASSIGN_OR_RAISE(auto group, SeriesRanks(table, layout));
+  const size_t slots = GroupRanks(partitions, &group);
+  const int64_t* times = static_cast<const arrow::TimestampArray&>(
+                             *table.GetColumnByName(*layout.time_column)->chunk(0))
+                             .raw_values();
+  // Stamped before: no null insertion times are left.
+  const int64_t* ingest =
+      layout.ingest_column.empty()
+          ? nullptr
+          : static_cast<const arrow::TimestampArray&>(
+                *table.GetColumnByName(layout.ingest_column)->chunk(0))
+                .raw_values();
+
+  TIMELAKE_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateResizableBuffer(n * 8));
+  auto* order = reinterpret_cast<int64_t*>(buffer->mutable_data());
+  std::vector<uint32_t> starts(slots + 1, 0);
+  for (const uint32_t g : group) ++starts[g + 1];
+  for (size_t g = 1; g <= slots; ++g) starts[g] += starts[g - 1];
+  {
+    std::vector<uint32_t> next(starts.begin(), starts.end() - 1);
+    for (int64_t i = 0; i < n; ++i) order[next[group[i]]++] = i;
+  }
+  // Each group, in input order: sorted already when its (time, insertion)
+  // never falls.
+  auto before = [&](int64_t a, int64_t b) {
+    const int64_t ia = ingest ? ingest[a] : 0, ib = ingest ? ingest[b] : 0;
+    return std::tie(times[a], ia, a) < std::tie(times[b], ib, b);
+  };
+  for (size_t g = 0; g < slots; ++g) {
+    int64_t* begin = order + starts[g];
+    int64_t* end = order + starts[g + 1];
+    if (!std::is_sorted(begin, end, before)) std::sort(begin, end, before);
+  }
+
+  arrow::Int64Builder last;
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const bool last_of_key = i + 1 == n || keys[i].group != keys[i + 1].group ||
-                             keys[i].time != keys[i + 1].time;
+    const int64_t row = order[i];
+    const bool group_ends = i + 1 == n || group[row] != group[order[i + 1]];
+    const bool last_of_key = group_ends || times[row] != times[order[i + 1]];
     if (layout.dedup && !last_of_key) continue;
-    order.UnsafeAppend(keys[i].row);
-    if (series_ends != nullptr && (i + 1 == n || keys[i].group != keys[i + 1].group)) {
-      TIMELAKE_RETURN_NOT_OK(last.Append(kept));
-    }
+    order[kept] = row;  // kept <= i: nothing unread is overwritten
+    if (series_ends != nullptr && group_ends) TIMELAKE_RETURN_NOT_OK(last.Append(kept));
     ++kept;
   }
   if (series_ends != nullptr) {
     TIMELAKE_ASSIGN_OR_RAISE(*series_ends, last.Finish());
   }
-  return order.Finish();
+  TIMELAKE_RETURN_NOT_OK(buffer->Resize(kept * 8));
+  return std::make_shared<arrow::Int64Array>(kept, std::move(buffer));
 }
 
 // Dictionary-encodes the string and binary columns of `table` (one chunk
@@ -739,7 +747,7 @@ arrow::Result<WriteOutput> WriteDataFiles(
   // Sort by (partition, series…, time, insertion, input position), nulls
   // first; with dedup keep the last row of each (series…, time); and take the
   // last row of each series in each partition as its newest-row candidate.
-  // All three work on the rows' keys as integers (SortKeys), not on the
+  // All three work on the rows' keys as integers (OrderRows), not on the
   // columns.
   if (layout.time_column) {
     std::shared_ptr<arrow::Array> ends;
