@@ -145,6 +145,7 @@ arrow::Status Ingest(const std::string& warehouse, const std::string& table_name
               {"seconds", total_ms / 1000},
               {"append_ms", append_ms},
               {"peak_rss_kib", PeakRssKib()},
+              {"memory_pool", arrow::default_memory_pool()->backend_name()},
               {"compactions", compactions},
               {"bytes_rewritten", rewritten_bytes},
               {"rewritten_per_byte",
@@ -246,6 +247,7 @@ arrow::Status RunQueries(const std::string& warehouse, const std::string& querie
 }  // namespace
 
 int main(int argc, char** argv) {
+  timelake::PreferJemallocPool();
   CLI::App app{"timelake_bench: times Timelake's ingest and queries (bench/run.py)"};
   app.require_subcommand(1);
   std::string warehouse;

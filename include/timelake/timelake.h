@@ -846,6 +846,18 @@ std::optional<std::string> FilePartition(std::string_view path);
 // before the process exits.
 void Flush();
 
+// For a program's main(), before anything allocates through Arrow: makes
+// jemalloc Arrow's default memory pool, unless the environment chose one
+// (ARROW_DEFAULT_MEMORY_POOL) or Arrow was built without it. The pool Arrow
+// picks otherwise, mimalloc, asks for transparent huge pages: each first
+// touch of a 2 MiB page zeroes all of it, which the kernel spends a fifth
+// of an ingest's CPU time on, and a partly used page counts whole. An
+// ingest of 1,000 hosts × 12 h peaked at 236–250 MiB with jemalloc against
+// 283–304 MiB (docs/architecture.md). The timelake and timelake_bench
+// programs call it; a host program (Python) keeps its own choice. Returns
+// the pool's name.
+std::string PreferJemallocPool();
+
 // Parses "90d", "12h", "30m", "45s", "2w", "1y", "500ms" or spelled out
 // ("1 day", "3 hours"). Errors: kInvalid naming the text.
 arrow::Result<std::chrono::milliseconds> ParseDuration(std::string_view text);

@@ -1,7 +1,10 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
 #include <algorithm>
+#include <cstdlib>
 #include <future>
+
+#include <arrow/memory_pool.h>
 
 #include "timelake/commit/commit.h"
 #include "timelake/commit/tables.h"
@@ -60,5 +63,17 @@ arrow::Status Lake::DropTable(std::string_view name_text,
 }
 
 void Flush() { versions::WaitForBackgroundWrites(); }
+
+std::string PreferJemallocPool() {
+  // Arrow reads the variable at its pool's first use; jemalloc's absence
+  // leaves its own default (with a warning of Arrow's on stderr), so ask
+  // only when it is there.
+  const auto names = arrow::SupportedMemoryBackendNames();
+  if (std::getenv("ARROW_DEFAULT_MEMORY_POOL") == nullptr &&
+      std::find(names.begin(), names.end(), "jemalloc") != names.end()) {
+    setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
+  }
+  return arrow::default_memory_pool()->backend_name();
+}
 
 }  // namespace timelake

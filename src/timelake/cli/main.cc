@@ -121,6 +121,7 @@ int Main(int argc, char** argv) {
 }  // namespace timelake::cli
 
 int main(int argc, char** argv) {
+  timelake::PreferJemallocPool();
   int code = timelake::cli::kExitError;
   try {
     code = timelake::cli::Main(argc, argv);
