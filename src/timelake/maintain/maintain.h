@@ -86,17 +86,24 @@ inline constexpr int64_t kMergeBudgetBytes = 256LL << 20;
 inline constexpr size_t kMergeMaxFiles = 64;
 
 // The in-memory path of a rewrite (whole.cc): inputs of at most
-// kWholeMaxBytes (and target_bytes) compressed bytes and
-// layout.row_group_rows rows, the tier of kTierFanIn appends, are fetched
-// whole and written into one file under `dir` a column at a time, in the
-// order a sort of their key columns gives (with the table's dedup), so that
-// memory holds the inputs' bytes, the key columns and about two other
-// columns. Returns the file and sets `*rows_written`; nullopt when the
-// rewrite is not for this path (a table without a time column or with
-// nested columns, inputs over the limits, or a file whose columns are not
-// the table's current ones, written before a schema change): nothing is
-// written then. Errors: those of reading and writing; nothing is left.
+// kWholeMaxBytes (and target_bytes) compressed bytes and kWholeMaxRows rows
+// (the two lowest tiers of appends of up to 100,000 rows: kTierFanIn
+// appends, or kTierFanIn merges of them) are fetched whole and written into
+// one file under `dir`, a column of a row group at a time, in the order a
+// sort of their key columns gives (with the table's dedup). Over
+// layout.row_group_rows rows, row groups hold whole series (ranges of the
+// first series key column's values), each sorted alone, so that memory
+// holds the inputs' bytes, the first series key column of every row while
+// the ranges are found, and the keys and about two columns of a row group.
+// Returns the file and sets `*rows_written`; nullopt when the rewrite is not
+// for this path (a table without a time column or with nested columns,
+// inputs over the limits, a file whose columns are not the table's current
+// ones, written before a schema change, or, over one row group, inputs not
+// in the write order or a series with more rows than a row group holds):
+// nothing is written then. Errors: those of reading and writing; nothing is
+// left.
 inline constexpr int64_t kWholeMaxBytes = 64LL << 20;
+inline constexpr int64_t kWholeMaxRows = 8LL << 20;
 arrow::Result<std::optional<write::WrittenFile>> RewriteWhole(
     const TableState& table, const write::Layout& layout,
     const std::vector<format::LiveFile>& inputs, const std::string& dir,

@@ -992,12 +992,12 @@ TEST_P(Maintenance, SqlDeleteAnswersWhatItDeleted) {
       << missing.status().ToString();
 }
 
-// The in-memory rewrite (RewriteWhole) writes exactly the rows the
-// streaming merge (MergeFiles) gives, in its order: for duplicates across
-// and within appends (the later insertion wins, then the later commit),
-// rows out of time order, a null series, and series only some files hold.
-TEST_P(Maintenance, TheInMemoryRewriteWritesWhatTheMergeGives) {
-  Table table = Create({{"timelake.auto-maintain", "false"}});
+// Six appends for the in-memory rewrite (RewriteWhole) to merge: duplicates
+// across and within appends (the later insertion wins, then the later
+// commit), rows out of time order, a null series, and series only some
+// files hold.
+Table SixAppendsToMerge(Table table, const std::shared_ptr<arrow::Schema>& schema,
+                        FakeClock* clock) {
   std::mt19937_64 rng(7);
   for (int a = 0; a < 6; ++a) {
     arrow::TimestampBuilder t(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
@@ -1009,50 +1009,100 @@ TEST_P(Maintenance, TheInMemoryRewriteWritesWhatTheMergeGives) {
       // next append; devices of each append a different subset.
       const int64_t time = kT0 + static_cast<int64_t>((a * 20 + rng() % 40) * 1000000);
       const int device = static_cast<int>(rng() % (3 + a));
-      ASSERT_TRUE(t.Append(time).ok());
-      ASSERT_TRUE(
+      EXPECT_TRUE(t.Append(time).ok());
+      EXPECT_TRUE(
           (device == 0 ? d.AppendNull() : d.Append("dev" + std::to_string(device))).ok());
-      ASSERT_TRUE(v.Append(a * 1000 + i).ok());
+      EXPECT_TRUE(v.Append(a * 1000 + i).ok());
     }
     auto batch =
-        arrow::RecordBatch::Make(Schema(), 400, {*t.Finish(), *d.Finish(), *v.Finish()});
+        arrow::RecordBatch::Make(schema, 400, {*t.Finish(), *d.Finish(), *v.Finish()});
     auto appended = table.Append({batch});
-    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    EXPECT_TRUE(appended.ok()) << appended.status().ToString();
+    if (!appended.ok()) return table;
     table = appended->first;
     // Pairs of appends share an insertion time: the commit order decides.
-    if (a % 2 == 1) clock_->Advance(std::chrono::seconds(1));
+    if (a % 2 == 1) clock->Advance(std::chrono::seconds(1));
   }
+  return table;
+}
+
+// RewriteWhole writes exactly the rows the streaming merge (MergeFiles)
+// gives, in its order: as one row group, and as several of whole series
+// when the rows are more than a row group holds.
+TEST_P(Maintenance, TheInMemoryRewriteWritesWhatTheMergeGives) {
+  Table table = SixAppendsToMerge(Create({{"timelake.auto-maintain", "false"}}), Schema(),
+                                  clock_.get());
   auto state = LoadTableState(LakeAccess::State(*lake_), table.name());
   ASSERT_TRUE(state.ok());
   const auto live = Live(table);
   ASSERT_EQ(live.size(), 6u);
-  TL_ASSERT_OK_AND_ASSIGN(auto layout, LayoutOf(**state));
+  TL_ASSERT_OK_AND_ASSIGN(auto merge, MergeFiles(*state, live, /*dedup=*/true));
+  TL_ASSERT_OK_AND_ASSIGN(auto merged, merge->ToTable());
+  EXPECT_LT(merged->num_rows(), 6 * 400) << "duplicates were removed";
+  TL_ASSERT_OK_AND_ASSIGN(auto expected, merged->CombineChunksToBatch());
 
+  // 2,400 rows in: one row group, then row groups of at most 700 rows.
+  for (const int64_t group_rows : {int64_t{1} << 20, int64_t{700}}) {
+    SCOPED_TRACE("row groups of " + std::to_string(group_rows) + " rows");
+    TL_ASSERT_OK_AND_ASSIGN(auto layout, LayoutOf(**state));
+    layout.row_group_rows = group_rows;
+    int64_t rows = 0;
+    TL_ASSERT_OK_AND_ASSIGN(auto whole,
+                            RewriteWhole(**state, layout, live, "default/m/test",
+                                         PartitionValueOf(live[0]), 128 << 20, &rows));
+    ASSERT_TRUE(whole.has_value()) << "the rewrite is for the in-memory path";
+    EXPECT_EQ(whole->rows, rows);
+    EXPECT_EQ(rows, expected->num_rows());
+    TL_ASSERT_OK_AND_ASSIGN(auto bytes, store().Get(whole->key));
+    TL_ASSERT_OK_AND_ASSIGN(
+        auto reader,
+        parquet::arrow::OpenFile(std::make_shared<arrow::io::BufferReader>(bytes),
+                                 arrow::default_memory_pool()));
+    TL_ASSERT_OK_AND_ASSIGN(auto written, reader->ReadTable());
+    ASSERT_EQ(written->num_rows(), expected->num_rows());
+    TL_ASSERT_OK_AND_ASSIGN(auto got, written->CombineChunksToBatch());
+    for (int c = 0; c < got->num_columns(); ++c) {
+      EXPECT_TRUE(got->column(c)->Equals(*expected->column(c)))
+          << got->schema()->field(c)->name() << ":\n"
+          << got->column(c)->ToString() << "\n"
+          << expected->column(c)->ToString();
+    }
+    // Row groups of at most group_rows rows, each series in one of them.
+    const int groups = reader->num_row_groups();
+    EXPECT_EQ(groups > 1, group_rows < rows) << groups << " row groups";
+    std::set<std::string> seen;
+    for (int g = 0; g < groups; ++g) {
+      TL_ASSERT_OK_AND_ASSIGN(auto group, reader->ReadRowGroup(g));
+      EXPECT_LE(group->num_rows(), group_rows);
+      std::set<std::string> devices;
+      for (int64_t r = 0; r < group->num_rows(); ++r) {
+        TL_ASSERT_OK_AND_ASSIGN(auto device,
+                                group->GetColumnByName("device")->GetScalar(r));
+        devices.insert(device->ToString());
+      }
+      for (const auto& d : devices) EXPECT_TRUE(seen.insert(d).second) << d;
+    }
+  }
+}
+
+// A series with more rows than a row group holds goes the streaming way:
+// the in-memory path writes nothing.
+TEST_P(Maintenance, TheInMemoryRewriteLeavesASeriesOverARowGroupToTheMerge) {
+  Table table = SixAppendsToMerge(Create({{"timelake.auto-maintain", "false"}}), Schema(),
+                                  clock_.get());
+  auto state = LoadTableState(LakeAccess::State(*lake_), table.name());
+  ASSERT_TRUE(state.ok());
+  const auto live = Live(table);
+  TL_ASSERT_OK_AND_ASSIGN(auto layout, LayoutOf(**state));
+  layout.row_group_rows = 100;  // dev1 alone has more
+  TL_ASSERT_OK_AND_ASSIGN(auto before, store().List("default/m/test", false));
   int64_t rows = 0;
   TL_ASSERT_OK_AND_ASSIGN(auto whole,
                           RewriteWhole(**state, layout, live, "default/m/test",
                                        PartitionValueOf(live[0]), 128 << 20, &rows));
-  ASSERT_TRUE(whole.has_value()) << "the rewrite is for the in-memory path";
-  EXPECT_EQ(whole->rows, rows);
-  TL_ASSERT_OK_AND_ASSIGN(auto bytes, store().Get(whole->key));
-  TL_ASSERT_OK_AND_ASSIGN(
-      auto reader,
-      parquet::arrow::OpenFile(std::make_shared<arrow::io::BufferReader>(bytes),
-                               arrow::default_memory_pool()));
-  TL_ASSERT_OK_AND_ASSIGN(auto written, reader->ReadTable());
-
-  TL_ASSERT_OK_AND_ASSIGN(auto merge, MergeFiles(*state, live, /*dedup=*/true));
-  TL_ASSERT_OK_AND_ASSIGN(auto merged, merge->ToTable());
-  ASSERT_EQ(written->num_rows(), merged->num_rows());
-  EXPECT_LT(written->num_rows(), 6 * 400) << "duplicates were removed";
-  TL_ASSERT_OK_AND_ASSIGN(auto a, written->CombineChunksToBatch());
-  TL_ASSERT_OK_AND_ASSIGN(auto b, merged->CombineChunksToBatch());
-  for (int c = 0; c < a->num_columns(); ++c) {
-    EXPECT_TRUE(a->column(c)->Equals(*b->column(c)))
-        << a->schema()->field(c)->name() << ":\n"
-        << a->column(c)->ToString() << "\n"
-        << b->column(c)->ToString();
-  }
+  EXPECT_FALSE(whole.has_value());
+  TL_ASSERT_OK_AND_ASSIGN(auto after, store().List("default/m/test", false));
+  EXPECT_EQ(after.objects.size(), before.objects.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Maintenance, ::timelake::testing::kSharedBackends,

@@ -238,6 +238,34 @@ std::optional<std::pair<std::string, std::string>> MinMaxBounds(
   return std::make_pair(std::move(*lo), std::move(*hi));
 }
 
+// The bounds of a column written in parts (the `mins` and `maxes` of the
+// parts): nullopt when there are none or they cannot be compared.
+std::optional<std::pair<std::string, std::string>> ReducedBounds(
+    const arrow::ScalarVector& mins, const arrow::ScalarVector& maxes) {
+  if (mins.empty() || maxes.empty()) return std::nullopt;
+  auto reduce = [](const arrow::ScalarVector& values,
+                   bool want_max) -> std::shared_ptr<arrow::Scalar> {
+    std::unique_ptr<arrow::ArrayBuilder> b;
+    if (!arrow::MakeBuilder(arrow::default_memory_pool(), values[0]->type, &b).ok() ||
+        !b->AppendScalars(values).ok()) {
+      return nullptr;
+    }
+    auto array = b->Finish();
+    if (!array.ok()) return nullptr;
+    auto minmax = cp::MinMax(*array);
+    if (!minmax.ok()) return nullptr;
+    const auto& s = minmax->scalar_as<arrow::StructScalar>();
+    return s.value[want_max ? 1 : 0];
+  };
+  auto lo = reduce(mins, false);
+  auto hi = reduce(maxes, true);
+  if (!lo || !hi || !lo->is_valid || !hi->is_valid) return std::nullopt;
+  auto lo_bytes = format::EncodeScalar(*lo);
+  auto hi_bytes = format::EncodeScalar(*hi);
+  if (!lo_bytes.ok() || !hi_bytes.ok()) return std::nullopt;
+  return std::make_pair(std::move(*lo_bytes), std::move(*hi_bytes));
+}
+
 // Counts of every column, and the bounds of those the writer's statistics
 // do not give (WriterBounds gives the others once the file is written).
 // `schema` is the file's: `table` holds its columns, some of them
@@ -678,6 +706,12 @@ arrow::Status CheckTimes(const arrow::RecordBatch& batch, const Layout& layout) 
 
 }  // namespace
 
+arrow::Result<std::vector<uint32_t>> SeriesValueRanks(
+    const std::shared_ptr<arrow::Array>& column) {
+  uint32_t distinct = 0;
+  return DenseRanks(column, &distinct);
+}
+
 arrow::Result<std::shared_ptr<arrow::Array>> WriteOrder(const arrow::Table& table,
                                                         const Layout& layout) {
   if (!layout.time_column) return Invalid("the write order needs a time column");
@@ -968,29 +1002,10 @@ arrow::Status SortedFileWriter::FinishFile() {
   // maxes.
   for (int c = 0; c < schema.num_fields(); ++c) {
     auto id = format::FieldId(*schema.field(c));
-    if (!id || open->mins[c].empty()) continue;
-    auto reduce = [&](const arrow::ScalarVector& values,
-                      bool want_max) -> std::shared_ptr<arrow::Scalar> {
-      std::unique_ptr<arrow::ArrayBuilder> b;
-      if (!arrow::MakeBuilder(arrow::default_memory_pool(), values[0]->type, &b).ok() ||
-          !b->AppendScalars(values).ok()) {
-        return nullptr;
-      }
-      auto array = b->Finish();
-      if (!array.ok()) return nullptr;
-      auto minmax = cp::MinMax(*array);
-      if (!minmax.ok()) return nullptr;
-      const auto& s = minmax->scalar_as<arrow::StructScalar>();
-      return s.value[want_max ? 1 : 0];
-    };
-    auto lo = reduce(open->mins[c], false);
-    auto hi = reduce(open->maxes[c], true);
-    if (!lo || !hi || !lo->is_valid || !hi->is_valid) continue;
-    auto lo_bytes = format::EncodeScalar(*lo);
-    auto hi_bytes = format::EncodeScalar(*hi);
-    if (lo_bytes.ok() && hi_bytes.ok()) {
-      open->file.lower_bounds[*id] = std::move(*lo_bytes);
-      open->file.upper_bounds[*id] = std::move(*hi_bytes);
+    if (!id) continue;
+    if (auto bounds = ReducedBounds(open->mins[c], open->maxes[c])) {
+      open->file.lower_bounds[*id] = std::move(bounds->first);
+      open->file.upper_bounds[*id] = std::move(bounds->second);
     }
   }
   const std::string tail = open->sink->Tail(layout_.footer_bytes);
@@ -1099,7 +1114,12 @@ struct ColumnFileWriter::Open_ {
   WrittenFile file;
   std::shared_ptr<storage::StoreOutputStream> sink;
   std::unique_ptr<parquet::arrow::FileWriter> writer;
-  int next = 0;  // the column due
+  int64_t group_rows = 0;  // rows of the row group being written
+  bool started = false;    // a row group was started
+  int next = 0;            // the column due in it
+  // Per column not bounded by the writer's statistics: each row group's
+  // min and max.
+  std::vector<arrow::ScalarVector> mins, maxes;
 };
 
 ColumnFileWriter::ColumnFileWriter(std::unique_ptr<Open_> open)
@@ -1109,58 +1129,72 @@ ColumnFileWriter::~ColumnFileWriter() { Abort(); }
 
 arrow::Result<std::unique_ptr<ColumnFileWriter>> ColumnFileWriter::Open(
     const storage::Store& store, std::string key, Layout layout,
-    std::optional<int32_t> partition, int64_t rows) {
-  if (rows > layout.row_group_rows) {
-    return Invalid("a file written a column at a time is one row group of at most " +
-                   std::to_string(layout.row_group_rows) + " rows, not " +
-                   std::to_string(rows));
-  }
+    std::optional<int32_t> partition) {
   auto open = std::make_unique<Open_>();
   open->store = &store;
   open->layout = std::move(layout);
   open->file.key = std::move(key);
   open->file.partition = partition;
-  open->file.rows = rows;
   const auto& schema = *open->layout.schema;
+  open->mins.resize(schema.num_fields());
+  open->maxes.resize(schema.num_fields());
   TIMELAKE_ASSIGN_OR_RAISE(open->sink, OpenSink(store, open->file.key, open->layout));
   auto writer = parquet::arrow::FileWriter::Open(
       schema, arrow::default_memory_pool(), open->sink,
       WriterPropertiesOf(open->layout, schema), ArrowPropertiesOf());
-  arrow::Status st = writer.status();
-  if (st.ok()) {
-    open->writer = std::move(*writer);
-    st = open->writer->NewRowGroup();
-  }
-  if (!st.ok()) {
+  if (!writer.ok()) {
     (void)open->sink->Abort();
-    return st;
+    return writer.status();
   }
+  open->writer = std::move(*writer);
   return std::unique_ptr<ColumnFileWriter>(new ColumnFileWriter(std::move(open)));
+}
+
+arrow::Status ColumnFileWriter::StartRowGroup(int64_t rows) {
+  auto& open = *open_;
+  const int columns = open.layout.schema->num_fields();
+  if (open.started && open.next != columns) {
+    return Invalid(std::to_string(columns - open.next) +
+                   " columns of the row group are not written");
+  }
+  if (rows < 1) return Invalid("a row group of " + std::to_string(rows) + " rows");
+  TIMELAKE_RETURN_NOT_OK(open.writer->NewRowGroup());
+  open.started = true;
+  open.group_rows = rows;
+  open.file.rows += rows;
+  open.next = 0;
+  return arrow::Status::OK();
 }
 
 arrow::Status ColumnFileWriter::WriteColumn(const std::shared_ptr<arrow::Array>& column) {
   auto& open = *open_;
   const auto& schema = *open.layout.schema;
-  if (open.next >= schema.num_fields()) return Invalid("every column is written");
+  if (!open.started || open.next >= schema.num_fields()) {
+    return Invalid("no row group is started for the column");
+  }
   const auto& field = *schema.field(open.next);
   const arrow::DataType* type = column->type().get();
   if (type->id() == arrow::Type::DICTIONARY) {
     type = static_cast<const arrow::DictionaryType&>(*type).value_type().get();
   }
-  if (column->length() != open.file.rows || !type->Equals(*field.type())) {
+  if (column->length() != open.group_rows || !type->Equals(*field.type())) {
     return Invalid("column '" + field.name() + "': " + std::to_string(column->length()) +
                    " values of " + column->type()->ToString() + ", not " +
-                   std::to_string(open.file.rows) + " of " + field.type()->ToString());
+                   std::to_string(open.group_rows) + " of " + field.type()->ToString());
   }
   TIMELAKE_RETURN_NOT_OK(open.writer->WriteColumnChunk(*column));
   if (auto id = format::FieldId(field)) {
-    open.file.value_counts[*id] = column->length();
-    open.file.null_value_counts[*id] = column->null_count();
+    open.file.value_counts[*id] += column->length();
+    open.file.null_value_counts[*id] += column->null_count();
     // The writer's statistics bound the others (Finish).
     if (column->null_count() < column->length() && !BoundsFromWriter(*field.type())) {
-      if (auto bounds = MinMaxBounds(column)) {
-        open.file.lower_bounds[*id] = std::move(bounds->first);
-        open.file.upper_bounds[*id] = std::move(bounds->second);
+      auto minmax = cp::MinMax(column);
+      if (minmax.ok()) {  // types without min/max get no bounds
+        const auto& s = minmax->scalar_as<arrow::StructScalar>();
+        if (s.value[0]->is_valid && s.value[1]->is_valid) {
+          open.mins[open.next].push_back(s.value[0]);
+          open.maxes[open.next].push_back(s.value[1]);
+        }
       }
     }
   }
@@ -1175,12 +1209,21 @@ arrow::Result<WrittenFile> ColumnFileWriter::Finish() {
     return st;
   };
   const auto& schema = *open->layout.schema;
+  if (!open->started) return fail(Invalid("no row group is written"));
   if (open->next != schema.num_fields()) {
     return fail(Invalid(std::to_string(schema.num_fields() - open->next) +
-                        " columns are not written"));
+                        " columns of the last row group are not written"));
   }
   if (auto st = open->writer->Close(); !st.ok()) return fail(st);
   FooterFacts(open->writer->metadata(), schema, &open->file);
+  for (int c = 0; c < schema.num_fields(); ++c) {
+    auto id = format::FieldId(*schema.field(c));
+    if (!id) continue;
+    if (auto bounds = ReducedBounds(open->mins[c], open->maxes[c])) {
+      open->file.lower_bounds[*id] = std::move(bounds->first);
+      open->file.upper_bounds[*id] = std::move(bounds->second);
+    }
+  }
   const std::string tail = open->sink->Tail(open->layout.footer_bytes);
   if (auto st = open->sink->Close(); !st.ok()) return fail(st);
   TIMELAKE_ASSIGN_OR_RAISE(open->file.bytes, open->sink->Tell());

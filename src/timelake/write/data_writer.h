@@ -92,6 +92,13 @@ arrow::Result<WriteOutput> WriteDataFiles(
 // does), all of one partition; string columns may be dictionary-encoded with
 // int32 indices. For a compaction that reads its inputs whole. Errors:
 // kInvalid without a time column.
+// The dense rank of each value of `column` in the write order's order of a
+// series key column: 0 for null, 1 for the smallest value, … (strings by
+// their bytes). Dictionary arrays with int32 indices are ranked by their
+// dictionaries.
+arrow::Result<std::vector<uint32_t>> SeriesValueRanks(
+    const std::shared_ptr<arrow::Array>& column);
+
 arrow::Result<std::shared_ptr<arrow::Array>> WriteOrder(const arrow::Table& table,
                                                         const Layout& layout);
 
@@ -190,23 +197,28 @@ class SortedFileWriter {
 // Null if the pool could not be made.
 arrow::internal::Executor* EncodePool();
 
-// Writes one file a column at a time, as one row group: for a rewrite that
-// holds one column of its rows in memory at a time (maintain/whole.cc).
-// Open() starts the file of `rows` rows (at most layout.row_group_rows);
-// then WriteColumn() takes each column of layout.schema in order, all of
-// its rows (strings may be dictionary arrays: written as their dictionary
-// and indices); Finish() closes the file. Not thread-safe.
+// Writes one file a column at a time, row group by row group: for a
+// rewrite that holds one column of a row group in memory at a time
+// (maintain/whole.cc). Open() starts the file; StartRowGroup() starts a row
+// group of `rows` rows (at least 1); then WriteColumn() takes each column of
+// layout.schema in order, all of the row group's rows (strings may be
+// dictionary arrays: written as their dictionary and indices); Finish()
+// closes the file once the last row group is complete. Not thread-safe.
 class ColumnFileWriter {
  public:
   static arrow::Result<std::unique_ptr<ColumnFileWriter>> Open(
       const storage::Store& store, std::string key, Layout layout,
-      std::optional<int32_t> partition, int64_t rows);
+      std::optional<int32_t> partition);
   ~ColumnFileWriter();
+
+  // Errors: kInvalid before the last one's columns are all written.
+  arrow::Status StartRowGroup(int64_t rows);
 
   // Errors: kInvalid for a column of another length or type than the next
   // one due, kStorage; then Abort() is due.
   arrow::Status WriteColumn(const std::shared_ptr<arrow::Array>& column);
-  // Closes the file once every column is written; the caller owns it then.
+  // Closes the file once every row group is written; the caller owns it
+  // then.
   arrow::Result<WrittenFile> Finish();
   // Discards the file: nothing is left at its key.
   void Abort();
