@@ -164,14 +164,24 @@ struct AppendOptions {
   // Runs that inline maintenance on a background thread, so that the call
   // returns once the append is committed and the maintenance overlaps
   // whatever the caller does next (reading its next batch, the next
-  // append). The next Append of the table through this Lake (or a copy of
-  // it) waits for it and reports it in its AppendResult::maintenance and
-  // maintenance_error, and returns the newer of the two versions; Maintain,
-  // Delete, Rollback and SetProperties wait for it first; Flush() waits for
-  // it at the end. With false, the maintenance runs before the call
-  // returns and is reported by it (also then with any background run
+  // append). A later Append of the table through this Lake (or a copy of
+  // it) finds it done, or still running: then it hands the run its own
+  // partitions (see maintenance_backlog) and returns, or waits for it. The
+  // append that takes the run reports it (with all it did for appends that
+  // handed it work) in its AppendResult::maintenance and maintenance_error,
+  // and returns the newer of the two versions; Maintain, Delete, Rollback
+  // and SetProperties wait for it first; Table::WaitForMaintenance and
+  // Flush() wait for it too. With false, the maintenance runs before the
+  // call returns and is reported by it (also then with any background run
   // reported first). Default: true.
   bool maintain_in_background = true;
+  // How many appends may hand their maintenance to a background run that is
+  // still running (a large merge), and return without waiting for it; the
+  // next one waits. Their files wait for maintenance meanwhile: a
+  // partition holds up to this many more small files while a merge runs.
+  // Below 1: every append waits for the run the one before it left, and
+  // reports it. Default: 16.
+  int64_t maintenance_backlog = 32;
   // Rows the streaming Append(reader) holds before it writes them out as
   // data files: its memory is about this many aligned rows, however long
   // the stream. The other Append ignores it. Values below 1 count as 1.

@@ -378,17 +378,25 @@ arrow::Result<Committed> CommitWritten(std::shared_ptr<const internal::TableStat
   }
   result.sequence_number = change.sequence_number();
 
-  // Inline maintenance: its failure leaves the append as it is. The run the
-  // previous append left in the background overlapped this one; it is
-  // reported here, and the next run starts from the newer version.
+  // Inline maintenance: its failure leaves the append as it is. The run an
+  // earlier append left in the background overlapped this one. While it
+  // runs, it takes this append's partitions too, up to a backlog; else it
+  // is reported here, and the next run starts from the newer version.
   std::shared_ptr<const internal::TableState> out = outcome.state;
-  TakeBackground(out, &result.maintenance, &result.maintenance_error);
   auto auto_maintain =
       out->contract.time_column
           ? settings::Resolver(nullptr, nullptr, &out->metadata.properties)
                 .GetBool("auto-maintain")
           : arrow::Result<bool>(false);
-  if (options.auto_maintain.value_or(auto_maintain.ValueOr(true))) {
+  const bool maintain = options.auto_maintain.value_or(auto_maintain.ValueOr(true));
+  if (maintain && options.maintain_in_background &&
+      internal::HandToMaintenance(out, touched, options.maintenance_backlog)) {
+    result.rollups = rollup::RefreshRollupsOf(out, options.refresh_rollups);
+    result.maintenance_pending = true;
+    return std::make_pair(std::move(out), result);
+  }
+  TakeBackground(out, &result.maintenance, &result.maintenance_error);
+  if (maintain) {
     const int attempts = std::max(1, options.max_commit_attempts);
     if (options.maintain_in_background) {
       // The rollups first, from this version: the refresh reads what the

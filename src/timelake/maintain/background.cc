@@ -97,31 +97,67 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
         base = before.table;
       }
     }
-    MaintainReport mine;
-    auto done = MaintainAfterAppend(base, partitions, max_commit_attempts, &mine);
-    AddReport(&report, mine);
-    if (mine.partitions_compacted > 0) ReleaseFreedMemory();
-    // The newest version either run made (a failed run leaves the one
-    // before it), and every failure, the earlier run's first.
-    std::shared_ptr<const TableState> newest = done.ok() ? *done : nullptr;
-    if (!done.ok()) {
-      error = error.ok() ? done.status()
-                         : arrow::Status(error.code(), error.message() + "; then " +
-                                                           done.status().message());
-      if (base != table) newest = base;
+    // The newest version a run made (a failed run leaves the one before it).
+    std::shared_ptr<const TableState> newest = base != table ? base : nullptr;
+    std::set<std::optional<int32_t>> todo = std::move(partitions);
+    for (;;) {
+      MaintainReport mine;
+      auto done = MaintainAfterAppend(base, todo, max_commit_attempts, &mine);
+      AddReport(&report, mine);
+      if (mine.partitions_compacted > 0) ReleaseFreedMemory();
+      if (done.ok()) {
+        newest = *done;
+        base = *done;
+      } else {
+        // Every failure, the earliest first.
+        error = error.ok() ? done.status()
+                           : arrow::Status(error.code(), error.message() + "; then " +
+                                                             done.status().message());
+      }
+      std::lock_guard<std::mutex> lock(run->mu);
+      if (run->handed_partitions.empty()) {
+        std::shared_ptr<TableState> detached;
+        if (newest != nullptr) {
+          detached = std::make_shared<TableState>(*newest);
+          detached->lake.reset();
+        }
+        run->table = std::move(detached);
+        run->report = report;
+        run->error = std::move(error);
+        run->done = true;
+        run->cv.notify_all();
+        return;
+      }
+      // Appends that returned meanwhile handed on their partitions: those
+      // next, from the newest version either made.
+      todo = std::exchange(run->handed_partitions, {});
+      auto handed = std::exchange(run->handed_table, nullptr);
+      run->handed = 0;
+      if (handed != nullptr && handed->version > base->version) base = std::move(handed);
     }
-    std::shared_ptr<TableState> detached;
-    if (newest != nullptr) {
-      detached = std::make_shared<TableState>(*newest);
-      detached->lake.reset();
-    }
-    std::lock_guard<std::mutex> lock(run->mu);
-    run->table = std::move(detached);
-    run->report = report;
-    run->error = std::move(error);
-    run->done = true;
-    run->cv.notify_all();
   });
+}
+
+bool HandToMaintenance(const std::shared_ptr<const TableState>& table,
+                       const std::set<std::optional<int32_t>>& partitions,
+                       int64_t backlog) {
+  if (backlog < 1) return false;
+  std::shared_ptr<BackgroundRun> run;
+  {
+    LakeState& lake = *table->lake;
+    std::lock_guard<std::mutex> lock(lake.maintenance_mu);
+    auto it = lake.maintenance.find(table->name.ToString());
+    if (it == lake.maintenance.end()) return false;
+    run = it->second;
+  }
+  std::lock_guard<std::mutex> lock(run->mu);
+  if (run->done || run->handed >= backlog) return false;
+  run->handed_partitions.insert(partitions.begin(), partitions.end());
+  if (run->handed_table == nullptr || table->version > run->handed_table->version) {
+    run->handed_table = table;
+  }
+  ++run->handed;
+  return true;
 }
 
 std::optional<MaintenanceOutcome> WaitForMaintenance(

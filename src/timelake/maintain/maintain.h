@@ -111,7 +111,8 @@ arrow::Result<std::optional<write::WrittenFile>> RewriteWhole(
 
 // Size-tiered compaction of `partitions`: in each that holds at least
 // min_files small files (under 3/4 of the target), the files of the lowest
-// tier holding kTierFanIn of them.
+// tier holding kTierFanIn of them, kTierFanIn to a rewrite in commit order
+// (the rest wait for more).
 std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
                                 const MaintainRules& rules,
                                 const std::set<std::optional<int32_t>>& partitions);
@@ -238,6 +239,16 @@ void AddReport(MaintainReport* to, const MaintainReport& r);
 void StartMaintenance(std::shared_ptr<const TableState> table,
                       std::set<std::optional<int32_t>> partitions,
                       int max_commit_attempts);
+
+// Hands the partitions an append of `table` (its newer version) touched to
+// the table's background run, when one is running that fewer than `backlog`
+// appends handed work since it last took some: the run maintains them once
+// it is through with what it does, from the newest version, and reports it
+// all. False (nothing handed) when none is running, it is done, or it has
+// that many: the append then takes it and starts its own.
+bool HandToMaintenance(const std::shared_ptr<const TableState>& table,
+                       const std::set<std::optional<int32_t>>& partitions,
+                       int64_t backlog);
 
 // Waits for the background run of `name` in `lake`, if any, and takes its
 // outcome (nullopt when none was pending).

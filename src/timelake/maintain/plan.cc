@@ -148,14 +148,22 @@ std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
     }
     // The partition qualifies at min_files small files; then a tier is
     // merged once it holds kTierFanIn files, which makes one file of a
-    // higher tier.
+    // higher tier. More (appends that went on while a merge ran) are merged
+    // kTierFanIn at a time, in commit order, so that every merge of a tier
+    // is of the same size whatever the timing.
     if (small_files < rules.min_files) continue;
-    for (const auto& [tier, group] : tiers) {
+    for (auto& [tier, group] : tiers) {
       if (group.size() < kTierFanIn) continue;
-      Rewrite r;
-      r.partition = partition;
-      for (const auto* f : group) r.inputs.push_back(*f);
-      out.push_back(std::move(r));
+      std::sort(group.begin(), group.end(), [](const auto* a, const auto* b) {
+        return std::make_pair(a->sequence_number.value_or(0), a->key) <
+               std::make_pair(b->sequence_number.value_or(0), b->key);
+      });
+      for (size_t i = 0; i + kTierFanIn <= group.size(); i += kTierFanIn) {
+        Rewrite r;
+        r.partition = partition;
+        for (size_t k = i; k < i + kTierFanIn; ++k) r.inputs.push_back(*group[k]);
+        out.push_back(std::move(r));
+      }
       break;  // the lowest qualifying tier; the next append sees the rest
     }
   }

@@ -10,6 +10,8 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -86,6 +88,12 @@ struct BackgroundRun {
   std::shared_ptr<const TableState> table;
   MaintainReport report;
   arrow::Status error;  // OK when it succeeded
+  // Appends that returned while it ran hand it their partitions and their
+  // newer version (HandToMaintenance): it maintains them next, before it is
+  // done. Held with its `lake` until then.
+  std::set<std::optional<int32_t>> handed_partitions;
+  std::shared_ptr<const TableState> handed_table;
+  int64_t handed = 0;  // appends that handed it work since it last took some
 };
 
 struct LakeState {
