@@ -180,7 +180,7 @@ struct AppendOptions {
   // next one waits. Their files wait for maintenance meanwhile: a
   // partition holds up to this many more small files while a merge runs.
   // Below 1: every append waits for the run the one before it left, and
-  // reports it. Default: 16.
+  // reports it. Default: 32.
   int64_t maintenance_backlog = 32;
   // Rows the streaming Append(reader) holds before it writes them out as
   // data files: its memory is about this many aligned rows, however long

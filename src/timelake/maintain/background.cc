@@ -100,6 +100,7 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
     // The newest version a run made (a failed run leaves the one before it).
     std::shared_ptr<const TableState> newest = base != table ? base : nullptr;
     std::set<std::optional<int32_t>> todo = std::move(partitions);
+    int64_t taken = 0;  // handed appends `todo` holds
     for (;;) {
       MaintainReport mine;
       auto done = MaintainAfterAppend(base, todo, max_commit_attempts, &mine);
@@ -115,6 +116,7 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
                                                              done.status().message());
       }
       std::lock_guard<std::mutex> lock(run->mu);
+      run->handed -= std::exchange(taken, 0);
       if (run->handed_partitions.empty()) {
         std::shared_ptr<TableState> detached;
         if (newest != nullptr) {
@@ -124,6 +126,7 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
         run->table = std::move(detached);
         run->report = report;
         run->error = std::move(error);
+        run->handed_table.reset();  // appends that touched no partition
         run->done = true;
         run->cv.notify_all();
         return;
@@ -132,7 +135,7 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
       // next, from the newest version either made.
       todo = std::exchange(run->handed_partitions, {});
       auto handed = std::exchange(run->handed_table, nullptr);
-      run->handed = 0;
+      taken = run->handed;
       if (handed != nullptr && handed->version > base->version) base = std::move(handed);
     }
   });

@@ -110,9 +110,9 @@ arrow::Result<std::optional<write::WrittenFile>> RewriteWhole(
     std::optional<int32_t> partition, int64_t target_bytes, int64_t* rows_written);
 
 // Size-tiered compaction of `partitions`: in each that holds at least
-// min_files small files (under 3/4 of the target), the files of the lowest
-// tier holding kTierFanIn of them, kTierFanIn to a rewrite in commit order
-// (the rest wait for more).
+// min_files small files (under 3/4 of the target), the files of each tier
+// holding kTierFanIn of them, kTierFanIn to a rewrite in commit order (the
+// rest wait for more).
 std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
                                 const MaintainRules& rules,
                                 const std::set<std::optional<int32_t>>& partitions);
@@ -241,8 +241,8 @@ void StartMaintenance(std::shared_ptr<const TableState> table,
                       int max_commit_attempts);
 
 // Hands the partitions an append of `table` (its newer version) touched to
-// the table's background run, when one is running that fewer than `backlog`
-// appends handed work since it last took some: the run maintains them once
+// the table's background run, when one is running that has not yet done
+// the work of `backlog` appends handed to it: the run maintains them once
 // it is through with what it does, from the newest version, and reports it
 // all. False (nothing handed) when none is running, it is done, or it has
 // that many: the append then takes it and starts its own.

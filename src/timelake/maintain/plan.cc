@@ -150,7 +150,10 @@ std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
     // merged once it holds kTierFanIn files, which makes one file of a
     // higher tier. More (appends that went on while a merge ran) are merged
     // kTierFanIn at a time, in commit order, so that every merge of a tier
-    // is of the same size whatever the timing.
+    // is of the same size whatever the timing; and every tier that holds
+    // kTierFanIn is merged, so that a backlog of small files does not keep
+    // a higher tier waiting. What a merge lifts into a tier waits for the
+    // next run.
     if (small_files < rules.min_files) continue;
     for (auto& [tier, group] : tiers) {
       if (group.size() < kTierFanIn) continue;
@@ -164,7 +167,6 @@ std::vector<Rewrite> PlanTiered(const std::vector<format::LiveFile>& files,
         for (size_t k = i; k < i + kTierFanIn; ++k) r.inputs.push_back(*group[k]);
         out.push_back(std::move(r));
       }
-      break;  // the lowest qualifying tier; the next append sees the rest
     }
   }
   return out;

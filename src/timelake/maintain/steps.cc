@@ -733,7 +733,8 @@ arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(
   options.max_commit_attempts = max_commit_attempts;
   TIMELAKE_ASSIGN_OR_RAISE(table, RunRetention(table, rules, options, report));
   if (table->contract.time_column) {
-    // Bounded work: one tier of each touched partition, one cold partition.
+    // Bounded work: the full tiers of each touched partition (what a merge
+    // lifts waits for the next run), one cold partition.
     TIMELAKE_ASSIGN_OR_RAISE(auto files, internal::ListLiveFiles(*table));
     auto jobs = PlanTiered(files, rules, partitions);
     for (auto& cold : PlanFull(files, *table, rules, /*cold_only=*/true, 1)) {

@@ -93,7 +93,7 @@ struct BackgroundRun {
   // done. Held with its `lake` until then.
   std::set<std::optional<int32_t>> handed_partitions;
   std::shared_ptr<const TableState> handed_table;
-  int64_t handed = 0;  // appends that handed it work since it last took some
+  int64_t handed = 0;  // appends whose handed work it has not done yet
 };
 
 struct LakeState {
