@@ -266,6 +266,22 @@ std::optional<std::pair<std::string, std::string>> ReducedBounds(
   return std::make_pair(std::move(*lo_bytes), std::move(*hi_bytes));
 }
 
+// Sets the bounds of `file`'s columns written in parts from each column's
+// parts' `mins` and `maxes` (per column of `schema`; empty for the columns
+// the writer's statistics bound).
+void AddReducedBounds(const arrow::Schema& schema,
+                      const std::vector<arrow::ScalarVector>& mins,
+                      const std::vector<arrow::ScalarVector>& maxes, WrittenFile* file) {
+  for (int c = 0; c < schema.num_fields(); ++c) {
+    auto id = format::FieldId(*schema.field(c));
+    if (!id) continue;
+    if (auto bounds = ReducedBounds(mins[c], maxes[c])) {
+      file->lower_bounds[*id] = std::move(bounds->first);
+      file->upper_bounds[*id] = std::move(bounds->second);
+    }
+  }
+}
+
 // Counts of every column, and the bounds of those the writer's statistics
 // do not give (WriterBounds gives the others once the file is written).
 // `schema` is the file's: `table` holds its columns, some of them
@@ -1000,14 +1016,7 @@ arrow::Status SortedFileWriter::FinishFile() {
   FooterFacts(open->writer->metadata(), schema, &open->file);
   // The other columns' bounds: min of the batches' mins, max of their
   // maxes.
-  for (int c = 0; c < schema.num_fields(); ++c) {
-    auto id = format::FieldId(*schema.field(c));
-    if (!id) continue;
-    if (auto bounds = ReducedBounds(open->mins[c], open->maxes[c])) {
-      open->file.lower_bounds[*id] = std::move(bounds->first);
-      open->file.upper_bounds[*id] = std::move(bounds->second);
-    }
-  }
+  AddReducedBounds(schema, open->mins, open->maxes, &open->file);
   const std::string tail = open->sink->Tail(layout_.footer_bytes);
   if (auto st = open->sink->Close(); !st.ok()) return fail(st);
   TIMELAKE_ASSIGN_OR_RAISE(open->file.bytes, open->sink->Tell());
@@ -1216,14 +1225,7 @@ arrow::Result<WrittenFile> ColumnFileWriter::Finish() {
   }
   if (auto st = open->writer->Close(); !st.ok()) return fail(st);
   FooterFacts(open->writer->metadata(), schema, &open->file);
-  for (int c = 0; c < schema.num_fields(); ++c) {
-    auto id = format::FieldId(*schema.field(c));
-    if (!id) continue;
-    if (auto bounds = ReducedBounds(open->mins[c], open->maxes[c])) {
-      open->file.lower_bounds[*id] = std::move(bounds->first);
-      open->file.upper_bounds[*id] = std::move(bounds->second);
-    }
-  }
+  AddReducedBounds(schema, open->mins, open->maxes, &open->file);
   const std::string tail = open->sink->Tail(open->layout.footer_bytes);
   if (auto st = open->sink->Close(); !st.ok()) return fail(st);
   TIMELAKE_ASSIGN_OR_RAISE(open->file.bytes, open->sink->Tell());
