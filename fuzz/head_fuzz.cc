@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // produces; that is an error value, never a crash.
     return 0;
   }
-  auto again = DecodeHead(*bytes, "fuzz://re-encoded");
+  auto again = DecodeHead((*bytes)->ToString(), "fuzz://re-encoded");
   TL_FUZZ_CHECK(again.ok(), "a re-encoded head does not decode: %s",
                 again.status().ToString().c_str());
   TL_FUZZ_CHECK(again->version == head->version, "version changed");

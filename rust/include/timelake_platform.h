@@ -154,6 +154,23 @@ typedef enum TlPutMode {
 TlCode tl_store_put(TlStore* store, const char* path, const uint8_t* data, size_t len,
                     TlPutMode mode, const char* etag, char** out_etag, char** err);
 
+// Memory lent instead of copied: the library reads `len` bytes at `data`,
+// which must not change meanwhile, until it calls `release(owner)`, once,
+// from any thread (so `release` must be thread-safe), when it no longer needs
+// them: once sent (a memory:// store keeps them as the object, until that is
+// replaced or deleted or the store freed), and at once when the call fails.
+// `release` may be NULL (static memory).
+typedef struct TlLent {
+  const uint8_t* data;
+  size_t len;
+  void (*release)(void* owner);
+  void* owner;
+} TlLent;
+
+// tl_store_put of lent memory (no copy).
+TlCode tl_store_put_lent(TlStore* store, const char* path, TlLent data, TlPutMode mode,
+                         const char* etag, char** out_etag, char** err);
+
 // Deletes an object. Deleting a missing object is TL_OK.
 TlCode tl_store_delete(TlStore* store, const char* path, char** err);
 
@@ -196,6 +213,8 @@ TlCode tl_store_upload_begin(TlStore* store, const char* path, TlUpload** out,
 // can only be aborted. Not retried here (object_store retries its requests).
 TlCode tl_store_upload_part(TlUpload* upload, const uint8_t* data, size_t len,
                             char** err);
+// tl_store_upload_part of lent memory (no copy; `data.len` > 0).
+TlCode tl_store_upload_part_lent(TlUpload* upload, TlLent data, char** err);
 // Waits for the parts and completes the upload (at least one part must have
 // been sent). `out_etag` (optional) receives the new etag, NULL when the
 // backend has none (free with tl_string_free). Frees `upload` whatever the

@@ -4,7 +4,7 @@
 //! and reports them as TL_INTERNAL. Free functions accept NULL. Pointers
 //! passed in are borrowed for the duration of the call only.
 
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::Arc;
@@ -178,6 +178,54 @@ unsafe fn bytes_arg(data: *const u8, len: usize, name: &str) -> TlResult<Bytes> 
     Ok(Bytes::copy_from_slice(unsafe {
         std::slice::from_raw_parts(data, len)
     }))
+}
+
+/// Memory the caller lends instead of copying (`TlLent` in the header):
+/// `release(owner)` runs once, on any thread, when the last `Bytes` made of
+/// it is dropped, or at once when the call fails first.
+#[repr(C)]
+pub struct TlLent {
+    pub data: *const u8,
+    pub len: usize,
+    pub release: Option<unsafe extern "C" fn(owner: *mut c_void)>,
+    pub owner: *mut c_void,
+}
+
+struct Lent(TlLent);
+
+// SAFETY: the header requires `release` to be callable from any thread, and
+// the bytes are not written while lent.
+unsafe impl Send for Lent {}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        if self.0.len == 0 || self.0.data.is_null() {
+            return &[];
+        }
+        // SAFETY: `data` points to `len` bytes until released (header).
+        unsafe { std::slice::from_raw_parts(self.0.data, self.0.len) }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.release {
+            // SAFETY: called once, with the owner given (header).
+            unsafe { release(self.0.owner) };
+        }
+    }
+}
+
+impl Lent {
+    fn into_bytes(self, name: &str) -> TlResult<Bytes> {
+        if self.0.len == 0 {
+            return Ok(Bytes::new());
+        }
+        if self.0.data.is_null() {
+            return Err(TlError::invalid(format!("{name} is NULL")));
+        }
+        Ok(Bytes::from_owner(self))
+    }
 }
 
 // --- strings and bytes -------------------------------------------------------
@@ -369,27 +417,61 @@ pub unsafe extern "C" fn tl_store_put(
     err: *mut *mut c_char,
 ) -> TlCode {
     guard(err, || {
-        // SAFETY: valid handle and string (header).
-        let (store, path) = unsafe { (handle(store, "store")?, str_arg(path, "path")?) };
-        let mode = match mode {
-            0 => Put::Overwrite,
-            1 => Put::Create,
-            2 => Put::Update {
-                // SAFETY: a valid string when given (header).
-                etag: unsafe { str_arg(etag, "etag (required by TL_PUT_UPDATE)") }?.to_string(),
-            },
-            other => return Err(TlError::invalid(format!("invalid put mode {other}"))),
-        };
         // SAFETY: `data` points to `len` readable bytes for the call (header).
         let payload = unsafe { bytes_arg(data, len, "data") }?;
-        let new_etag = store.store.put(path, payload, mode)?;
-        if !out_etag.is_null() {
-            let value = new_etag.as_deref().map_or(ptr::null_mut(), into_c_string);
-            // SAFETY: a non-NULL `out_etag` is writable.
-            unsafe { *out_etag = value };
-        }
-        Ok(())
+        // SAFETY: the caller's pointers (header).
+        unsafe { put(store, path, payload, mode, etag, out_etag) }
     })
+}
+
+/// # Safety
+/// As `tl_store_put`; `data` is released exactly once, whatever the outcome.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_store_put_lent(
+    store: *mut TlStore,
+    path: *const c_char,
+    data: TlLent,
+    mode: c_int,
+    etag: *const c_char,
+    out_etag: *mut *mut c_char,
+    err: *mut *mut c_char,
+) -> TlCode {
+    let lent = Lent(data);
+    guard(err, || {
+        let payload = lent.into_bytes("data")?;
+        // SAFETY: the caller's pointers (header).
+        unsafe { put(store, path, payload, mode, etag, out_etag) }
+    })
+}
+
+/// # Safety
+/// Pointer arguments must be valid as described in the header.
+unsafe fn put(
+    store: *mut TlStore,
+    path: *const c_char,
+    payload: Bytes,
+    mode: c_int,
+    etag: *const c_char,
+    out_etag: *mut *mut c_char,
+) -> TlResult<()> {
+    // SAFETY: valid handle and string (header).
+    let (store, path) = unsafe { (handle(store, "store")?, str_arg(path, "path")?) };
+    let mode = match mode {
+        0 => Put::Overwrite,
+        1 => Put::Create,
+        2 => Put::Update {
+            // SAFETY: a valid string when given (header).
+            etag: unsafe { str_arg(etag, "etag (required by TL_PUT_UPDATE)") }?.to_string(),
+        },
+        other => return Err(TlError::invalid(format!("invalid put mode {other}"))),
+    };
+    let new_etag = store.store.put(path, payload, mode)?;
+    if !out_etag.is_null() {
+        let value = new_etag.as_deref().map_or(ptr::null_mut(), into_c_string);
+        // SAFETY: a non-NULL `out_etag` is writable.
+        unsafe { *out_etag = value };
+    }
+    Ok(())
 }
 
 /// # Safety
@@ -578,17 +660,43 @@ pub unsafe extern "C" fn tl_store_upload_part(
     err: *mut *mut c_char,
 ) -> TlCode {
     guard(err, || {
-        // SAFETY: a live handle used by this thread only (header).
-        let upload =
-            unsafe { upload.as_mut() }.ok_or_else(|| TlError::invalid("upload is NULL"))?;
         if len == 0 || data.is_null() {
             return Err(TlError::invalid("an upload part must not be empty"));
         }
         // SAFETY: `data` points to `len` readable bytes for the call; they are
         // copied because the part is sent after the call returns.
         let part = Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(data, len) });
-        upload.upload.put_part(part)
+        // SAFETY: a live handle used by this thread only (header).
+        unsafe { upload_part(upload, part) }
     })
+}
+
+/// # Safety
+/// As `tl_store_upload_part`; `data` is released exactly once, whatever the
+/// outcome.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_store_upload_part_lent(
+    upload: *mut TlUpload,
+    data: TlLent,
+    err: *mut *mut c_char,
+) -> TlCode {
+    let lent = Lent(data);
+    guard(err, || {
+        let part = lent.into_bytes("an upload part")?;
+        if part.is_empty() {
+            return Err(TlError::invalid("an upload part must not be empty"));
+        }
+        // SAFETY: a live handle used by this thread only (header).
+        unsafe { upload_part(upload, part) }
+    })
+}
+
+/// # Safety
+/// `upload` is NULL or a live handle used by this thread only.
+unsafe fn upload_part(upload: *mut TlUpload, part: Bytes) -> TlResult<()> {
+    // SAFETY: per this function's contract.
+    let upload = unsafe { upload.as_mut() }.ok_or_else(|| TlError::invalid("upload is NULL"))?;
+    upload.upload.put_part(part)
 }
 
 /// # Safety

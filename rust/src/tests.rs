@@ -1146,6 +1146,154 @@ fn store_abi() {
     }
 }
 
+/// Lent memory goes up without a copy and is released exactly once: when the
+/// store no longer holds it (the memory store keeps it as the object), and at
+/// once when the call fails.
+#[test]
+fn lent_memory_is_released_once() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn release(owner: *mut c_void) {
+        // SAFETY: the owner is a Box<Vec<u8>> made below.
+        drop(unsafe { Box::from_raw(owner.cast::<Vec<u8>>()) });
+        RELEASED.fetch_add(1, Ordering::SeqCst);
+    }
+    fn lend(bytes: Vec<u8>) -> TlLent {
+        let owner = Box::new(bytes);
+        TlLent {
+            data: owner.as_ptr(),
+            len: owner.len(),
+            release: Some(release),
+            owner: Box::into_raw(owner).cast(),
+        }
+    }
+    let url = CString::new("memory://").unwrap();
+    let mut store = ptr::null_mut();
+    let mut err = ptr::null_mut();
+    // SAFETY: valid arguments but where a case says otherwise; everything
+    // returned is freed.
+    unsafe {
+        assert_eq!(
+            tl_store_open(
+                url.as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                0,
+                &mut store,
+                &mut err
+            ),
+            TlCode::Ok
+        );
+        let read = |key: &CString| {
+            let mut bytes = TlBytes {
+                data: ptr::null_mut(),
+                len: 0,
+            };
+            let mut err = ptr::null_mut();
+            assert_eq!(
+                tl_store_get(store, key.as_ptr(), &mut bytes, &mut err),
+                TlCode::Ok
+            );
+            let out = std::slice::from_raw_parts(bytes.data, bytes.len).to_vec();
+            tl_bytes_free(&mut bytes);
+            out
+        };
+        let key = CString::new("lent/a").unwrap();
+        let null = ptr::null_mut();
+        let code = tl_store_put_lent(
+            store,
+            key.as_ptr(),
+            lend(b"lent".to_vec()),
+            0,
+            ptr::null(),
+            null,
+            &mut err,
+        );
+        assert_eq!(code, TlCode::Ok);
+        assert_eq!(read(&key), b"lent");
+        // The memory store keeps the lent bytes as the object.
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 0);
+
+        // Failures before anything is sent still release.
+        let code = tl_store_put_lent(
+            store,
+            key.as_ptr(),
+            lend(b"x".to_vec()),
+            9,
+            ptr::null(),
+            null,
+            &mut err,
+        );
+        assert_eq!(code, TlCode::Invalid);
+        assert!(take_string(err).contains("invalid put mode 9"));
+        let code = tl_store_put_lent(
+            ptr::null_mut(),
+            key.as_ptr(),
+            lend(b"x".to_vec()),
+            0,
+            ptr::null(),
+            null,
+            &mut err,
+        );
+        assert_eq!(code, TlCode::Invalid);
+        take_string(err);
+        // Put-if-absent of an existing key fails after the call began.
+        let code = tl_store_put_lent(
+            store,
+            key.as_ptr(),
+            lend(b"x".to_vec()),
+            1,
+            ptr::null(),
+            null,
+            &mut err,
+        );
+        assert_eq!(code, TlCode::AlreadyExists);
+        take_string(err);
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 3);
+        assert_eq!(read(&key), b"lent");
+        assert_eq!(tl_store_delete(store, key.as_ptr(), &mut err), TlCode::Ok);
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 4);
+
+        // An upload of two lent parts (the first of S3's minimum size).
+        let big = CString::new("lent/big").unwrap();
+        let first: Vec<u8> = (0..5u32 << 20).map(|i| (i % 251) as u8).collect();
+        let mut upload = ptr::null_mut();
+        assert_eq!(
+            tl_store_upload_begin(store, big.as_ptr(), &mut upload, &mut err),
+            TlCode::Ok
+        );
+        assert_eq!(
+            tl_store_upload_part_lent(upload, lend(first.clone()), &mut err),
+            TlCode::Ok
+        );
+        assert_eq!(
+            tl_store_upload_part_lent(upload, lend(b"end".to_vec()), &mut err),
+            TlCode::Ok
+        );
+        assert_eq!(
+            tl_store_upload_finish(upload, ptr::null_mut(), &mut err),
+            TlCode::Ok
+        );
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 6);
+        let mut whole = first;
+        whole.extend_from_slice(b"end");
+        assert!(read(&big) == whole);
+
+        // An empty part is refused, and released.
+        assert_eq!(
+            tl_store_upload_begin(store, big.as_ptr(), &mut upload, &mut err),
+            TlCode::Ok
+        );
+        assert_eq!(
+            tl_store_upload_part_lent(upload, lend(Vec::new()), &mut err),
+            TlCode::Invalid
+        );
+        assert!(take_string(err).contains("must not be empty"));
+        assert_eq!(tl_store_upload_abort(upload, &mut err), TlCode::Ok);
+        tl_store_free(store);
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 7);
+    }
+}
+
 /// The newest-row rewrite reads the rows C++ moves into the sink as Arrow C
 /// data: no data file is scanned, and the answer is the index's.
 #[test]

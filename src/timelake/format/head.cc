@@ -23,13 +23,13 @@ void PutU64(std::string* out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-arrow::Result<std::string> Ipc(const std::shared_ptr<arrow::RecordBatch>& batch) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> Ipc(
+    const std::shared_ptr<arrow::RecordBatch>& batch) {
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, batch->schema()));
   if (batch->num_columns() > 0) ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
   ARROW_RETURN_NOT_OK(writer->Close());
-  ARROW_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
-  return buffer->ToString();
+  return sink->Finish();
 }
 
 std::shared_ptr<arrow::KeyValueMetadata> Section(const std::string& name) {
@@ -227,7 +227,7 @@ arrow::Status DecodeFooters(const arrow::RecordBatch& batch, Head* head) {
 
 }  // namespace
 
-arrow::Result<std::string> EncodeHead(const Head& head) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeHead(const Head& head) {
   std::string out(kMagic, 4);
   out.push_back(static_cast<char>(kHeadFormat));
   PutU64(&out, static_cast<uint64_t>(head.version));
@@ -261,12 +261,25 @@ arrow::Result<std::string> EncodeHead(const Head& head) {
   sections.push_back(arrow::RecordBatch::Make(
       arrow::schema({arrow::field("json", arrow::utf8(), false)}, Section("metadata")), 1,
       {Finish(&json)}));
+  // Assembled in Arrow's memory pool at its final size: the head of a large
+  // table is megabytes, written after every commit.
+  std::vector<std::shared_ptr<arrow::Buffer>> encoded;
+  int64_t size = static_cast<int64_t>(out.size());
   for (const auto& s : sections) {
     TIMELAKE_ASSIGN_OR_RAISE(auto bytes, Ipc(s));
-    PutU64(&out, bytes.size());
-    out += bytes;
+    size += 8 + bytes->size();
+    encoded.push_back(std::move(bytes));
   }
-  return out;
+  arrow::BufferBuilder builder;
+  TIMELAKE_RETURN_NOT_OK(builder.Reserve(size));
+  TIMELAKE_RETURN_NOT_OK(builder.Append(out.data(), static_cast<int64_t>(out.size())));
+  for (const auto& bytes : encoded) {
+    out.clear();
+    PutU64(&out, static_cast<uint64_t>(bytes->size()));
+    TIMELAKE_RETURN_NOT_OK(builder.Append(out.data(), 8));
+    TIMELAKE_RETURN_NOT_OK(builder.Append(bytes->data(), bytes->size()));
+  }
+  return builder.Finish();
 }
 
 arrow::Result<Head> DecodeHead(std::string_view bytes, const std::string& uri) {

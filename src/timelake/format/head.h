@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include <arrow/buffer.h>
 #include <arrow/record_batch.h>
 
 #include "timelake/format/manifest.h"
@@ -44,7 +45,7 @@ struct Head {
 };
 
 // Encodes a head. Errors: kInvalid for data Arrow cannot encode.
-arrow::Result<std::string> EncodeHead(const Head& head);
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeHead(const Head& head);
 
 // Decodes a head. Errors: kCorrupt naming `uri` (bad magic, truncated,
 // unknown codec, sections that do not parse).

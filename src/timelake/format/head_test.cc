@@ -48,7 +48,8 @@ Head SampleHead() {
 
 TEST(HeadTest, RoundTrips) {
   const Head head = SampleHead();
-  TL_ASSERT_OK_AND_ASSIGN(auto bytes, EncodeHead(head));
+  TL_ASSERT_OK_AND_ASSIGN(auto encoded, EncodeHead(head));
+  const std::string bytes = encoded->ToString();
   EXPECT_EQ(bytes.substr(0, 4), "TLHD");
   TL_ASSERT_OK_AND_ASSIGN(auto back, DecodeHead(bytes, "mem://head"));
   EXPECT_EQ(back.version, 7);
@@ -69,7 +70,8 @@ TEST(HeadTest, RoundTrips) {
 }
 
 TEST(HeadTest, BadBytesAreCorruptNamingTheObject) {
-  TL_ASSERT_OK_AND_ASSIGN(auto bytes, EncodeHead(SampleHead()));
+  TL_ASSERT_OK_AND_ASSIGN(auto encoded, EncodeHead(SampleHead()));
+  const std::string bytes = encoded->ToString();
   for (const std::string& bad :
        {std::string(), std::string("TLHD"), std::string("XXXX") + bytes.substr(4),
         bytes.substr(0, bytes.size() / 2), bytes.substr(0, 20),

@@ -272,7 +272,7 @@ arrow::Result<std::optional<std::vector<GroupPlan>>> PlanChunks(
   if (layout.series_key.empty()) return std::nullopt;
   const int first = in.read_schema->GetFieldIndex(layout.series_key[0]);
   if (first < 0) return Invalid("no column '" + layout.series_key[0] + "' in the table");
-  std::vector<uint32_t> ranks;
+  write::RowVector<uint32_t> ranks;
   {
     TIMELAKE_ASSIGN_OR_RAISE(auto column, in.Column(first));
     TIMELAKE_ASSIGN_OR_RAISE(ranks, write::SeriesValueRanks(column));

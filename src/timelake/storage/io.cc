@@ -161,19 +161,49 @@ void StoreOutputStream::AbortUpload() {
 arrow::Status StoreOutputStream::Fail(arrow::Status status) {
   status_ = status;
   AbortUpload();
-  std::string().swap(buffer_);
+  buffer_.reset();
+  buffered_ = 0;
   return status;
 }
 
-arrow::Status StoreOutputStream::SendPart(const uint8_t* data, int64_t nbytes) {
+std::string_view StoreOutputStream::Buffered() const {
+  if (buffered_ == 0) return {};
+  return {reinterpret_cast<const char*>(buffer_->data()), static_cast<size_t>(buffered_)};
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> StoreOutputStream::TakeBuffered() {
+  if (buffered_ == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
+  // Within the capacity: sets the size, moves nothing.
+  TIMELAKE_RETURN_NOT_OK(buffer_->Resize(buffered_, /*shrink_to_fit=*/false));
+  buffered_ = 0;
+  return std::shared_ptr<arrow::Buffer>(std::exchange(buffer_, nullptr));
+}
+
+arrow::Status StoreOutputStream::Begin() {
+  if (upload_ != nullptr) return arrow::Status::OK();
   char* err = nullptr;
-  if (upload_ == nullptr) {
-    const int code = tl_store_upload_begin(store_.raw(), key_.c_str(), &upload_, &err);
-    if (code != TL_OK) {
-      upload_ = nullptr;
-      return FromPlatform(code, err, "writing " + store_.Uri(key_));
-    }
+  const int code = tl_store_upload_begin(store_.raw(), key_.c_str(), &upload_, &err);
+  if (code == TL_OK) return arrow::Status::OK();
+  upload_ = nullptr;
+  return FromPlatform(code, err, "writing " + store_.Uri(key_));
+}
+
+arrow::Status StoreOutputStream::SendBuffered() {
+  TIMELAKE_RETURN_NOT_OK(Begin());
+  if (options_.keep_tail > 0) {
+    const std::string_view part = Buffered();
+    sent_tail_.assign(
+        part.substr(part.size() - std::min<size_t>(part.size(), options_.keep_tail)));
   }
+  TIMELAKE_ASSIGN_OR_RAISE(auto part, TakeBuffered());
+  char* err = nullptr;
+  const int code = tl_store_upload_part_lent(upload_, Lend(part), &err);
+  return FromPlatform(code, err, "writing " + store_.Uri(key_));
+}
+
+arrow::Status StoreOutputStream::SendPart(const uint8_t* data, int64_t nbytes) {
+  TIMELAKE_RETURN_NOT_OK(Begin());
+  char* err = nullptr;
   const int code = tl_store_upload_part(upload_, data, static_cast<size_t>(nbytes), &err);
   if (code == TL_OK && options_.keep_tail > 0) {
     const int64_t keep = std::min(nbytes, options_.keep_tail);
@@ -185,9 +215,11 @@ arrow::Status StoreOutputStream::SendPart(const uint8_t* data, int64_t nbytes) {
 
 std::string StoreOutputStream::Tail(int64_t max_bytes) const {
   const auto want = static_cast<size_t>(std::max<int64_t>(0, max_bytes));
-  if (buffer_.size() >= want) return buffer_.substr(buffer_.size() - want);
-  const size_t from_sent = std::min(sent_tail_.size(), want - buffer_.size());
-  return sent_tail_.substr(sent_tail_.size() - from_sent) + buffer_;
+  const std::string_view buffered = Buffered();
+  if (buffered.size() >= want)
+    return std::string(buffered.substr(buffered.size() - want));
+  const size_t from_sent = std::min(sent_tail_.size(), want - buffered.size());
+  return sent_tail_.substr(sent_tail_.size() - from_sent) + std::string(buffered);
 }
 
 arrow::Status StoreOutputStream::Write(const void* data, int64_t nbytes) {
@@ -200,23 +232,34 @@ arrow::Status StoreOutputStream::Write(const void* data, int64_t nbytes) {
   const int64_t part = options_.part_size;
   int64_t left = nbytes;
   while (left > 0) {
-    if (buffer_.empty() && left >= part) {
-      // A whole part straight from the caller's memory.
+    if (buffered_ == 0 && left >= part) {
+      // A whole part straight from the caller's memory (copied by the call).
       if (auto st = SendPart(bytes, part); !st.ok()) return Fail(st);
       bytes += part;
       left -= part;
       continue;
     }
-    const int64_t take = std::min(left, part - static_cast<int64_t>(buffer_.size()));
-    buffer_.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(take));
+    const int64_t take = std::min(left, part - buffered_);
+    // The buffer grows by doubling up to a part: a small object takes
+    // little, and a part is one allocation more than its last doubling.
+    const int64_t need = buffered_ + take;
+    if (buffer_ == nullptr || buffer_->capacity() < need) {
+      const int64_t capacity =
+          std::min(part, std::max({need, int64_t{64} << 10,
+                                   buffer_ == nullptr ? 0 : 2 * buffer_->capacity()}));
+      if (buffer_ == nullptr) {
+        auto made = arrow::AllocateResizableBuffer(0);
+        if (!made.ok()) return Fail(made.status());
+        buffer_ = std::move(*made);
+      }
+      if (auto st = buffer_->Reserve(capacity); !st.ok()) return Fail(st);
+    }
+    std::memcpy(buffer_->mutable_data() + buffered_, bytes, static_cast<size_t>(take));
+    buffered_ += take;
     bytes += take;
     left -= take;
-    if (static_cast<int64_t>(buffer_.size()) == part) {
-      if (auto st = SendPart(reinterpret_cast<const uint8_t*>(buffer_.data()), part);
-          !st.ok()) {
-        return Fail(st);
-      }
-      buffer_.clear();
+    if (buffered_ == part) {
+      if (auto st = SendBuffered(); !st.ok()) return Fail(st);
     }
   }
   written_ += nbytes;
@@ -228,17 +271,16 @@ arrow::Status StoreOutputStream::Close() {
   closed_ = true;
   if (!status_.ok()) return status_;
   if (upload_ == nullptr) {
-    // The whole object fits one part: one atomic put.
-    if (auto st = store_.Put(key_, buffer_); !st.ok()) return Fail(st);
-    std::string().swap(buffer_);
+    // The whole object fits one part: one atomic put, of the buffer itself.
+    auto whole = TakeBuffered();
+    if (!whole.ok()) return Fail(whole.status());
+    if (auto st = store_.Put(key_, std::move(*whole)); !st.ok()) return Fail(st);
     return arrow::Status::OK();
   }
-  if (!buffer_.empty()) {
-    auto st = SendPart(reinterpret_cast<const uint8_t*>(buffer_.data()),
-                       static_cast<int64_t>(buffer_.size()));
-    if (!st.ok()) return Fail(st);
+  if (buffered_ > 0) {
+    if (auto st = SendBuffered(); !st.ok()) return Fail(st);
   }
-  std::string().swap(buffer_);
+  buffer_.reset();
   char* err = nullptr;
   // Frees the upload whatever the outcome (and aborts it on failure).
   const int code = tl_store_upload_finish(upload_, nullptr, &err);
@@ -249,7 +291,8 @@ arrow::Status StoreOutputStream::Close() {
 
 arrow::Status StoreOutputStream::Abort() {
   closed_ = true;
-  std::string().swap(buffer_);
+  buffer_.reset();
+  buffered_ = 0;
   if (upload_ == nullptr) return arrow::Status::OK();
   char* err = nullptr;
   const int code = tl_store_upload_abort(upload_, &err);

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <arrow/buffer.h>
 #include <arrow/io/interfaces.h>
@@ -140,15 +141,25 @@ class StoreOutputStream final : public arrow::io::OutputStream {
 
  private:
   StoreOutputStream(const Store& store, std::string key, OutputStreamOptions options);
-  // Sends one part, beginning the upload first if needed.
+  // Sends one part, beginning the upload first if needed: the buffered bytes
+  // (lent, not copied), or `data` (copied).
+  arrow::Status SendBuffered();
   arrow::Status SendPart(const uint8_t* data, int64_t nbytes);
+  arrow::Status Begin();
+  // The buffered bytes, handed over; the stream starts a new buffer.
+  arrow::Result<std::shared_ptr<arrow::Buffer>> TakeBuffered();
+  std::string_view Buffered() const;
   arrow::Status Fail(arrow::Status status);
   void AbortUpload();
 
   const Store& store_;
   std::string key_;
   OutputStreamOptions options_;
-  std::string buffer_;     // at most part_size bytes
+  // At most part_size bytes, in Arrow's memory pool. Each part goes to the
+  // platform as it is (tl_store_upload_part_lent), so the next part gets a
+  // new buffer.
+  std::shared_ptr<arrow::ResizableBuffer> buffer_;
+  int64_t buffered_ = 0;
   std::string sent_tail_;  // the end of the last part sent, keep_tail bytes
   TlUpload* upload_ = nullptr;
   int64_t written_ = 0;

@@ -26,6 +26,19 @@ class RustBuffer final : public arrow::Buffer {
   TlBytes bytes_;
 };
 
+}  // namespace
+
+TlLent Lend(const std::shared_ptr<arrow::Buffer>& buffer) {
+  if (buffer == nullptr || buffer->size() == 0)
+    return TlLent{nullptr, 0, nullptr, nullptr};
+  return TlLent{
+      buffer->data(), static_cast<size_t>(buffer->size()),
+      [](void* owner) { delete static_cast<std::shared_ptr<arrow::Buffer>*>(owner); },
+      new std::shared_ptr<arrow::Buffer>(buffer)};
+}
+
+namespace {
+
 std::string TakeString(char* s) {
   if (s == nullptr) return {};
   std::string out(s);
@@ -265,6 +278,17 @@ arrow::Status Store::Put(std::string_view key, std::string_view data,
         return tl_store_put(store_, k.c_str(),
                             reinterpret_cast<const uint8_t*>(data.data()), data.size(), m,
                             nullptr, nullptr, err);
+      });
+}
+
+arrow::Status Store::Put(std::string_view key, std::shared_ptr<arrow::Buffer> data,
+                         PutMode mode) const {
+  const std::string k(key);
+  const TlPutMode m = mode == PutMode::kCreate ? TL_PUT_CREATE : TL_PUT_OVERWRITE;
+  return WithRetry(
+      std::string(mode == PutMode::kCreate ? "put-if-absent of " : "writing ") + Uri(key),
+      [&](char** err) {
+        return tl_store_put_lent(store_, k.c_str(), Lend(data), m, nullptr, nullptr, err);
       });
 }
 

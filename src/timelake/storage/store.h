@@ -22,6 +22,7 @@
 #include "timelake/status.h"
 
 struct TlStore;
+struct TlLent;
 
 namespace timelake::storage {
 
@@ -83,6 +84,11 @@ class Store {
   // Payloads over 8 MiB written with kOverwrite go up in parts.
   arrow::Status Put(std::string_view key, std::string_view data,
                     PutMode mode = PutMode::kOverwrite) const;
+  // Put of `data` without a copy: the store holds a reference until it is
+  // written. For large objects (a data file, the head object), whose copies
+  // would otherwise come and go in the allocator's arenas.
+  arrow::Status Put(std::string_view key, std::shared_ptr<arrow::Buffer> data,
+                    PutMode mode = PutMode::kOverwrite) const;
   // Replaces the object only while its etag is still `etag` (put-if-match,
   // S3 `If-Match`) and returns the new etag (empty when the backend reports
   // none). Errors: kAlreadyExists when the object changed or is gone (the
@@ -123,6 +129,10 @@ class Store {
 arrow::Status FromPlatform(int code, char* message, std::string_view context);
 // The same for a message the caller keeps: a status with `message` as is.
 arrow::Status FromPlatformMessage(int code, std::string message);
+
+// `buffer` lent to the platform (TlLent): a reference it holds until it
+// releases it. Each call lends one more reference.
+TlLent Lend(const std::shared_ptr<arrow::Buffer>& buffer);
 
 // The TlCode of a Timelake status, for a callback's sink (tl_sink_set_code):
 // the inverse of FromPlatform where one exists (kConflict and kConfig, which

@@ -315,10 +315,10 @@ arrow::Result<Statistics> ColumnStatistics(const arrow::Table& table,
 // distinct values are found by hashing and only they are sorted, so a batch
 // of many rows of few series costs O(rows), not O(rows log rows) string
 // comparisons. Types without a hash kernel rank by a sort of the column.
-arrow::Result<std::vector<uint32_t>> DenseRanks(
-    const std::shared_ptr<arrow::Array>& column, uint32_t* distinct) {
+arrow::Result<RowVector<uint32_t>> DenseRanks(const std::shared_ptr<arrow::Array>& column,
+                                              uint32_t* distinct) {
   const int64_t n = column->length();
-  std::vector<uint32_t> ranks(static_cast<size_t>(n), 0);
+  RowVector<uint32_t> ranks(static_cast<size_t>(n), 0);
   auto encoded = column->type_id() == arrow::Type::DICTIONARY
                      ? arrow::Result<arrow::Datum>(arrow::Datum(column))
                      : cp::DictionaryEncode(column);
@@ -362,10 +362,10 @@ arrow::Result<std::vector<uint32_t>> DenseRanks(
 // The series of every row of `table` (one chunk per column) as one rank:
 // the series key columns' dense ranks, combined in order, so that ranks
 // order as the key columns do (nulls first). All 0 without a series key.
-arrow::Result<std::vector<uint32_t>> SeriesRanks(const arrow::Table& table,
-                                                 const Layout& layout) {
+arrow::Result<RowVector<uint32_t>> SeriesRanks(const arrow::Table& table,
+                                               const Layout& layout) {
   const int64_t n = table.num_rows();
-  std::vector<uint32_t> series(static_cast<size_t>(n), 0);
+  RowVector<uint32_t> series(static_cast<size_t>(n), 0);
   for (const auto& k : layout.series_key) {
     uint32_t distinct = 0;
     TIMELAKE_ASSIGN_OR_RAISE(auto ranks,
@@ -380,9 +380,9 @@ arrow::Result<std::vector<uint32_t>> SeriesRanks(const arrow::Table& table,
       continue;
     }
     // Too many combinations for 32 bits: rank the pairs themselves.
-    std::vector<uint64_t> pairs(static_cast<size_t>(n));
+    RowVector<uint64_t> pairs(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) pairs[i] = uint64_t{series[i]} << 32 | ranks[i];
-    std::vector<uint64_t> distinct_pairs = pairs;
+    RowVector<uint64_t> distinct_pairs = pairs;
     std::sort(distinct_pairs.begin(), distinct_pairs.end());
     distinct_pairs.erase(std::unique(distinct_pairs.begin(), distinct_pairs.end()),
                          distinct_pairs.end());
@@ -401,7 +401,7 @@ arrow::Result<std::vector<uint32_t>> SeriesRanks(const arrow::Table& table,
 // is usually the partition's rank times the series' count plus the series;
 // when that numbering would be much sparser than the rows (series ranks of
 // several key columns combine sparsely), the pairs present are ranked.
-size_t GroupRanks(const arrow::Int32Array* partitions, std::vector<uint32_t>* series) {
+size_t GroupRanks(const arrow::Int32Array* partitions, RowVector<uint32_t>* series) {
   const size_t n = series->size();
   uint32_t max_series = 0;
   for (const uint32_t s : *series) max_series = std::max(max_series, s);
@@ -433,9 +433,9 @@ size_t GroupRanks(const arrow::Int32Array* partitions, std::vector<uint32_t>* se
     }
     return static_cast<size_t>(slots);
   }
-  std::vector<uint64_t> pairs(n);
+  RowVector<uint64_t> pairs(n);
   for (size_t i = 0; i < n; ++i) pairs[i] = uint64_t{partition(i)} << 32 | (*series)[i];
-  std::vector<uint64_t> distinct = pairs;
+  RowVector<uint64_t> distinct = pairs;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   for (size_t i = 0; i < n; ++i) {
@@ -482,11 +482,11 @@ arrow::Result<std::shared_ptr<arrow::Array>> OrderRows(
 
   TIMELAKE_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateResizableBuffer(n * 8));
   auto* order = reinterpret_cast<int64_t*>(buffer->mutable_data());
-  std::vector<uint32_t> starts(slots + 1, 0);
+  RowVector<uint32_t> starts(slots + 1, 0);
   for (const uint32_t g : group) ++starts[g + 1];
   for (size_t g = 1; g <= slots; ++g) starts[g] += starts[g - 1];
   {
-    std::vector<uint32_t> next(starts.begin(), starts.end() - 1);
+    RowVector<uint32_t> next(starts.begin(), starts.end() - 1);
     for (int64_t i = 0; i < n; ++i) order[next[group[i]]++] = i;
   }
   // Each group, in input order: sorted already when its (time, insertion)
@@ -722,7 +722,7 @@ arrow::Status CheckTimes(const arrow::RecordBatch& batch, const Layout& layout) 
 
 }  // namespace
 
-arrow::Result<std::vector<uint32_t>> SeriesValueRanks(
+arrow::Result<RowVector<uint32_t>> SeriesValueRanks(
     const std::shared_ptr<arrow::Array>& column) {
   uint32_t distinct = 0;
   return DenseRanks(column, &distinct);

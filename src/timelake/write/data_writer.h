@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <arrow/record_batch.h>
+#include <arrow/stl_allocator.h>
 #include <arrow/util/thread_pool.h>
 #include <parquet/types.h>
 
@@ -24,6 +25,13 @@
 #include "timelake/util/clock.h"
 
 namespace timelake::write {
+
+// A vector of one value per row, in Arrow's memory pool like the columns.
+// These run to tens of MB in a compaction; from the C++ heap they would stay
+// in the arenas of the threads that freed them (glibc trims an arena's top
+// only past a threshold that grows with the largest allocation seen).
+template <typename T>
+using RowVector = std::vector<T, arrow::stl::allocator<T>>;
 
 // What the writer needs to know about the table.
 struct Layout {
@@ -85,6 +93,13 @@ arrow::Result<WriteOutput> WriteDataFiles(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
     internal::TimePoint now);
 
+// The dense rank of each value of `column` in the write order's order of a
+// series key column: 0 for null, 1 for the smallest value, … (strings by
+// their bytes). Dictionary arrays with int32 indices are ranked by their
+// dictionaries.
+arrow::Result<RowVector<uint32_t>> SeriesValueRanks(
+    const std::shared_ptr<arrow::Array>& column);
+
 // The positions of the rows of `table` in the write order (series…, time,
 // insertion, input position), nulls first; with layout.dedup only the last
 // row of each (series…, time). `table` has one chunk per column, its rows in
@@ -92,13 +107,6 @@ arrow::Result<WriteOutput> WriteDataFiles(
 // does), all of one partition; string columns may be dictionary-encoded with
 // int32 indices. For a compaction that reads its inputs whole. Errors:
 // kInvalid without a time column.
-// The dense rank of each value of `column` in the write order's order of a
-// series key column: 0 for null, 1 for the smallest value, … (strings by
-// their bytes). Dictionary arrays with int32 indices are ranked by their
-// dictionaries.
-arrow::Result<std::vector<uint32_t>> SeriesValueRanks(
-    const std::shared_ptr<arrow::Array>& column);
-
 arrow::Result<std::shared_ptr<arrow::Array>> WriteOrder(const arrow::Table& table,
                                                         const Layout& layout);
 
