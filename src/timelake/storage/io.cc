@@ -240,8 +240,8 @@ arrow::Status StoreOutputStream::Write(const void* data, int64_t nbytes) {
       continue;
     }
     const int64_t take = std::min(left, part - buffered_);
-    // The buffer grows by doubling up to a part: a small object takes
-    // little, and a part is one allocation more than its last doubling.
+    // The buffer grows by doubling, up to a part: a small object takes
+    // little memory.
     const int64_t need = buffered_ + take;
     if (buffer_ == nullptr || buffer_->capacity() < need) {
       const int64_t capacity =
