@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -305,8 +306,51 @@ arrow::Result<std::shared_ptr<const TableState>> CommitReplacement(
 
 namespace {
 
-// Table versions kept by the orphan sweep besides those in the metadata log.
+// Table versions kept besides those in the metadata log.
 constexpr int64_t kKeepVersions = 100;
+
+// Inline maintenance lets this many older versions pile up before it lists
+// the metadata folder to delete them: one listing per kTrimEvery commits.
+constexpr int64_t kTrimEvery = 32;
+
+// Deletes the table versions among `objects` (a listing of the metadata
+// folder) older than the newest kKeepVersions, but those the metadata log
+// names and those modified after `cutoff_ms`, oldest first: what is left is
+// always a run of the newest. Readers list them to find the newest, and a
+// commit whose base version is gone takes itself back (versions::TryCommit).
+// Returns how many it deleted.
+int64_t DeleteOldVersions(const TableState& table,
+                          const std::vector<storage::ObjectMeta>& objects,
+                          int64_t cutoff_ms) {
+  std::unordered_set<std::string> logged;
+  if (auto log = table.metadata.doc.find("metadata-log");
+      log != table.metadata.doc.end() && log->is_array()) {
+    for (const auto& e : *log) {
+      if (e.is_object() && e.contains("metadata-file") &&
+          e["metadata-file"].is_string()) {
+        const auto uri = e["metadata-file"].get<std::string>();
+        logged.insert(KeyOf(table, uri).ValueOr(uri));
+      }
+    }
+  }
+  std::vector<std::pair<int64_t, std::string>> old;
+  for (const auto& o : objects) {
+    const size_t slash = o.key.rfind('/');
+    auto v = versions::VersionOfFileName(
+        slash == std::string::npos ? o.key : o.key.substr(slash + 1));
+    if (v && *v + kKeepVersions <= table.version && o.last_modified_ms <= cutoff_ms &&
+        !logged.count(o.key)) {
+      old.push_back({*v, o.key});
+    }
+  }
+  std::sort(old.begin(), old.end());
+  int64_t deleted = 0;
+  for (const auto& [v, key] : old) {
+    if (!table.lake->store->Delete(key).ok()) break;
+    ++deleted;
+  }
+  return deleted;
+}
 
 }  // namespace
 
@@ -672,18 +716,6 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
   const int64_t cutoff = ToMillis(lake.clock->Now()) - age.count();
   const std::string metadata_prefix = versions::MetadataPrefix(table.table_key) + "/";
   int64_t deleted = 0;
-  std::vector<std::pair<int64_t, std::string>> old_versions;
-  std::unordered_set<std::string> logged;  // the metadata log's files
-  if (auto log = table.metadata.doc.find("metadata-log");
-      log != table.metadata.doc.end() && log->is_array()) {
-    for (const auto& e : *log) {
-      if (e.is_object() && e.contains("metadata-file") &&
-          e["metadata-file"].is_string()) {
-        const auto uri = e["metadata-file"].get<std::string>();
-        logged.insert(KeyOf(table, uri).ValueOr(uri));
-      }
-    }
-  }
   for (const std::string folder : {"/data/", "/metadata/"}) {
     auto listing = store.List(table.table_key + folder, /*delimiter=*/false);
     if (!listing.ok()) return WithContext(listing.status(), context);
@@ -691,15 +723,10 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
       if (o.last_modified_ms > cutoff) continue;  // maybe a commit in flight
       if (o.key.rfind(metadata_prefix, 0) == 0) {
         const std::string name = o.key.substr(metadata_prefix.size());
-        // The hint and the head stay. Of the versions, the newest
-        // kKeepVersions stay (and those in the metadata log): readers list
-        // them to find the newest, and a commit whose base version is gone
-        // takes itself back (versions::TryCommit).
-        if (name == "version-hint.text" || name == "timelake-head") continue;
-        if (auto v = versions::VersionOfFileName(name)) {
-          if (*v + kKeepVersions <= table.version && !logged.count(o.key)) {
-            old_versions.push_back({*v, o.key});
-          }
+        // The hint, the head and the versions stay (the old versions go
+        // below).
+        if (name == "version-hint.text" || name == "timelake-head" ||
+            versions::VersionOfFileName(name)) {
           continue;
         }
       }
@@ -709,12 +736,8 @@ arrow::Status SweepOrphans(const TableState& table, std::chrono::milliseconds ag
       }
       if (store.Delete(o.key).ok()) ++deleted;
     }
-  }
-  // Oldest first, so that what is left is always a run of the newest.
-  std::sort(old_versions.begin(), old_versions.end());
-  for (const auto& [v, key] : old_versions) {
-    if (!store.Delete(key).ok()) break;
-    ++deleted;
+    if (folder == "/metadata/")
+      deleted += DeleteOldVersions(table, listing->objects, cutoff);
   }
   deleted +=
       SweepLocalStaging(store, table.table_key, ToMillis(lake.clock->Now()), cutoff);
@@ -728,6 +751,7 @@ arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(
     const std::set<std::optional<int32_t>>& partitions, int max_commit_attempts,
     MaintainReport* report) {
   const auto start = SteadyClock::now();
+  const int64_t start_version = table->version;
   TIMELAKE_ASSIGN_OR_RAISE(auto rules, RulesOf(*table));
   StepOptions options;
   options.max_commit_attempts = max_commit_attempts;
@@ -751,7 +775,21 @@ arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(
     }
   }
   // Expiry waits for a batch, so that most appends make one commit only.
+  const int64_t before = std::min(start_version, table->version);
   TIMELAKE_ASSIGN_OR_RAISE(table, RunExpiry(table, rules, 10, options, report));
+  // The versions older than the newest kKeepVersions go, a batch at a time,
+  // when the table passes a multiple of kTrimEvery: without this only an
+  // orphan sweep would delete them, and every reader lists them all to find
+  // the newest. Best effort: a failed listing leaves them to the next time.
+  if (table->version >= kKeepVersions + kTrimEvery &&
+      table->version / kTrimEvery != (before - 1) / kTrimEvery) {
+    auto listing =
+        table->lake->store->List(versions::MetadataPrefix(table->table_key) + "/", true);
+    if (listing.ok()) {
+      report->orphans_deleted += DeleteOldVersions(*table, listing->objects,
+                                                   std::numeric_limits<int64_t>::max());
+    }
+  }
   report->version = table->version;
   report->duration =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start);

@@ -15,6 +15,10 @@ namespace {
 
 constexpr int kMaxAttempts = 5;
 
+TlPutMode PlatformMode(PutMode mode) {
+  return mode == PutMode::kCreate ? TL_PUT_CREATE : TL_PUT_OVERWRITE;
+}
+
 // Owns a Rust-allocated TlBytes as an arrow::Buffer, without copying.
 class RustBuffer final : public arrow::Buffer {
  public:
@@ -271,25 +275,23 @@ arrow::Result<ObjectHead> Store::Head(std::string_view key) const {
 arrow::Status Store::Put(std::string_view key, std::string_view data,
                          PutMode mode) const {
   const std::string k(key);
-  const TlPutMode m = mode == PutMode::kCreate ? TL_PUT_CREATE : TL_PUT_OVERWRITE;
-  return WithRetry(
-      std::string(mode == PutMode::kCreate ? "put-if-absent of " : "writing ") + Uri(key),
-      [&](char** err) {
-        return tl_store_put(store_, k.c_str(),
-                            reinterpret_cast<const uint8_t*>(data.data()), data.size(), m,
-                            nullptr, nullptr, err);
-      });
+  return WithRetry(PutContext(key, mode), [&](char** err) {
+    return tl_store_put(store_, k.c_str(), reinterpret_cast<const uint8_t*>(data.data()),
+                        data.size(), PlatformMode(mode), nullptr, nullptr, err);
+  });
 }
 
 arrow::Status Store::Put(std::string_view key, std::shared_ptr<arrow::Buffer> data,
                          PutMode mode) const {
   const std::string k(key);
-  const TlPutMode m = mode == PutMode::kCreate ? TL_PUT_CREATE : TL_PUT_OVERWRITE;
-  return WithRetry(
-      std::string(mode == PutMode::kCreate ? "put-if-absent of " : "writing ") + Uri(key),
-      [&](char** err) {
-        return tl_store_put_lent(store_, k.c_str(), Lend(data), m, nullptr, nullptr, err);
-      });
+  return WithRetry(PutContext(key, mode), [&](char** err) {
+    return tl_store_put_lent(store_, k.c_str(), Lend(data), PlatformMode(mode), nullptr,
+                             nullptr, err);
+  });
+}
+
+std::string Store::PutContext(std::string_view key, PutMode mode) const {
+  return (mode == PutMode::kCreate ? "put-if-absent of " : "writing ") + Uri(key);
 }
 
 arrow::Result<std::string> Store::PutIfMatch(std::string_view key, std::string_view data,

@@ -119,6 +119,9 @@ class Store {
  private:
   Store(TlStore* store, std::string root_url)
       : store_(store), root_url_(std::move(root_url)) {}
+  // "writing <uri>", or "put-if-absent of <uri>" for kCreate.
+  std::string PutContext(std::string_view key, PutMode mode) const;
+
   TlStore* store_;
   std::string root_url_;
 };
