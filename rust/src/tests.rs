@@ -956,24 +956,32 @@ fn session_new_takes_ownership_of_ctx() {
     assert_eq!(Arc::strong_count(&catalog), 1);
 }
 
-#[test]
-fn store_abi() {
+/// A store on memory://, for the store ABI's tests (free with tl_store_free).
+fn open_memory_store() -> *mut TlStore {
     let url = CString::new("memory://").unwrap();
     let mut store = ptr::null_mut();
     let mut err = ptr::null_mut();
+    // SAFETY: valid arguments; `store` is written on success.
+    let code = unsafe {
+        tl_store_open(
+            url.as_ptr(),
+            ptr::null(),
+            ptr::null(),
+            0,
+            &mut store,
+            &mut err,
+        )
+    };
+    assert_eq!(code, TlCode::Ok);
+    store
+}
+
+#[test]
+fn store_abi() {
+    let store = open_memory_store();
+    let mut err = ptr::null_mut();
     // SAFETY: valid arguments throughout; everything returned is freed.
     unsafe {
-        assert_eq!(
-            tl_store_open(
-                url.as_ptr(),
-                ptr::null(),
-                ptr::null(),
-                0,
-                &mut store,
-                &mut err
-            ),
-            TlCode::Ok
-        );
         assert_eq!(take_string(tl_store_root_url(store)), "memory:///");
 
         let key = CString::new("dir/a.txt").unwrap();
@@ -1166,23 +1174,11 @@ fn lent_memory_is_released_once() {
             owner: Box::into_raw(owner).cast(),
         }
     }
-    let url = CString::new("memory://").unwrap();
-    let mut store = ptr::null_mut();
+    let store = open_memory_store();
     let mut err = ptr::null_mut();
     // SAFETY: valid arguments but where a case says otherwise; everything
     // returned is freed.
     unsafe {
-        assert_eq!(
-            tl_store_open(
-                url.as_ptr(),
-                ptr::null(),
-                ptr::null(),
-                0,
-                &mut store,
-                &mut err
-            ),
-            TlCode::Ok
-        );
         let read = |key: &CString| {
             let mut bytes = TlBytes {
                 data: ptr::null_mut(),

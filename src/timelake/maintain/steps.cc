@@ -775,14 +775,13 @@ arrow::Result<std::shared_ptr<const TableState>> MaintainAfterAppend(
     }
   }
   // Expiry waits for a batch, so that most appends make one commit only.
-  const int64_t before = std::min(start_version, table->version);
   TIMELAKE_ASSIGN_OR_RAISE(table, RunExpiry(table, rules, 10, options, report));
   // The versions older than the newest kKeepVersions go, a batch at a time,
   // when the table passes a multiple of kTrimEvery: without this only an
   // orphan sweep would delete them, and every reader lists them all to find
   // the newest. Best effort: a failed listing leaves them to the next time.
   if (table->version >= kKeepVersions + kTrimEvery &&
-      table->version / kTrimEvery != (before - 1) / kTrimEvery) {
+      table->version / kTrimEvery != (start_version - 1) / kTrimEvery) {
     auto listing =
         table->lake->store->List(versions::MetadataPrefix(table->table_key) + "/", true);
     if (listing.ok()) {
