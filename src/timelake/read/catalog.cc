@@ -109,7 +109,17 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
     }
     return slot.state;
   }
-  return internal::LoadTableStateForRead(ctx->lake, name);
+  auto state = internal::LoadTableStateForRead(ctx->lake, name);
+  // A version loaded here is now the cache entry: the scan's request for it
+  // reuses the state instead of copying the entry.
+  if (state.ok()) {
+    auto cached = ctx->lake->tables.Fresh(name, ctx->lake->clock->Now());
+    if (cached != nullptr && cached->version == (*state)->version) {
+      std::lock_guard<std::mutex> lock(ctx->mu);
+      ctx->loaded[name.ToString()] = {std::move(cached), *state};
+    }
+  }
+  return state;
 }
 
 // The snapshot a plan_scan request reads (time travel), if it names one.

@@ -50,7 +50,10 @@ std::string LocationOf(const TableState& table) {
   return store.Uri(table.table_key);
 }
 
-arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
+namespace {
+
+// The state of a loaded version, not yet in the lake's table cache.
+arrow::Result<std::shared_ptr<TableState>> BuildTableState(
     std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
     std::string metadata_key, format::TableMetadata metadata) {
   TIMELAKE_RETURN_NOT_OK(
@@ -70,6 +73,17 @@ arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
     return WithContext(contract.status(), "loading table " + name.ToString());
   state->contract = *contract;
   state->metadata = std::move(metadata);
+  return state;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<const TableState>> MakeTableState(
+    std::shared_ptr<LakeState> lake, const TableName& name, int64_t version,
+    std::string metadata_key, format::TableMetadata metadata) {
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto state, BuildTableState(std::move(lake), name, version, std::move(metadata_key),
+                                  std::move(metadata)));
   // Loads and this lake's own commits are what later queries read.
   if (state->lake != nullptr)
     state->lake->tables.Remember(*state, state->lake->clock->Now());
@@ -144,7 +158,7 @@ arrow::Result<std::optional<int64_t>> StoredHeadVersion(const TableState& table)
     if (KindOf(bytes.status()) == ErrorKind::kNotFound) return std::nullopt;
     return bytes.status();
   }
-  auto head = format::DecodeHead((*bytes)->ToString(), table.lake->store->Uri(key));
+  auto head = format::DecodeHead(AsView(**bytes), table.lake->store->Uri(key));
   if (!head.ok()) return std::nullopt;
   return head->version;
 }
@@ -177,63 +191,79 @@ std::vector<SnapshotInfo> SnapshotsOf(const format::TableMetadata& m) {
 
 namespace {
 
+// A head object as read and decoded, with its table metadata parsed: the
+// work of a load that needs no listing, so it runs beside the listing.
+struct DecodedHead {
+  format::Head head;
+  format::TableMetadata metadata;
+};
+
+// The table's head object decoded, or nullopt when it is missing or
+// unreadable (the load then reads the version's metadata file).
+std::optional<DecodedHead> ReadHead(const storage::Store& store,
+                                    const std::string& table_key) {
+  const std::string key = versions::MetadataPrefix(table_key) + "/" + format::kHeadName;
+  auto bytes = store.Get(key);
+  if (!bytes.ok()) return std::nullopt;
+  auto head = format::DecodeHead(AsView(**bytes), store.Uri(key));
+  if (!head.ok()) return std::nullopt;
+  auto metadata = format::TableMetadata::Parse(
+      head->metadata_json, store.Uri(versions::VersionKey(table_key, head->version)));
+  if (!metadata.ok()) return std::nullopt;
+  head->metadata_json.clear();
+  return DecodedHead{std::move(*head), std::move(*metadata)};
+}
+
 // The state of `version` from a head object that is current, or nullptr
-// when the head is missing, stale or unreadable (the ordinary path then).
-std::shared_ptr<const TableState> FromHead(
-    const std::shared_ptr<LakeState>& lake, const TableName& name,
-    const versions::Version& version,
-    const arrow::Result<std::shared_ptr<arrow::Buffer>>& bytes) {
-  if (!bytes.ok()) return nullptr;
-  const auto& store = *lake->store;
-  const std::string uri =
-      store.Uri(versions::MetadataPrefix(TableKey(name)) + "/" + format::kHeadName);
-  auto head = format::DecodeHead((*bytes)->ToString(), uri);
-  if (!head.ok() || head->version != version.number) return nullptr;
-  auto metadata =
-      format::TableMetadata::Parse(head->metadata_json, store.Uri(version.key));
-  if (!metadata.ok()) return nullptr;
-  auto made =
-      MakeTableState(lake, name, version.number, version.key, std::move(*metadata));
+// when the head is missing, stale or unusable (the ordinary path then).
+std::shared_ptr<const TableState> FromHead(const std::shared_ptr<LakeState>& lake,
+                                           const TableName& name,
+                                           const versions::Version& version,
+                                           std::optional<DecodedHead> decoded) {
+  if (!decoded || decoded->head.version != version.number) return nullptr;
+  auto made = BuildTableState(lake, name, version.number, version.key,
+                              std::move(decoded->metadata));
   if (!made.ok()) return nullptr;
-  auto files = std::make_shared<std::vector<format::LiveFile>>(std::move(head->files));
-  for (auto& f : *files) {
-    auto key = KeyOf(**made, f.data_file.file_path);
+  auto& state = **made;
+  format::Head& head = decoded->head;
+  for (auto& f : head.files) {
+    auto key = KeyOf(state, f.data_file.file_path);
     if (!key.ok()) return nullptr;
     f.key = *key;
   }
   // Footers the head carries: for the scans of this lake (read/catalog.cc)
   // and for the heads it writes next.
-  for (auto& [file_uri, blob] : head->footers) {
-    if (auto key = KeyOf(**made, file_uri); key.ok())
+  for (auto& [file_uri, blob] : head.footers) {
+    if (auto key = KeyOf(state, file_uri); key.ok())
       lake->footers.Put(*key, std::move(blob));
   }
-  auto state = std::make_shared<TableState>(**made);
-  state->head_files = std::move(files);
-  state->head_last_values = std::move(head->last_values);
-  lake->tables.Remember(*state, lake->clock->Now());
-  return state;
+  state.head_files =
+      std::make_shared<std::vector<format::LiveFile>>(std::move(head.files));
+  state.head_last_values = std::move(head.last_values);
+  lake->tables.Remember(state, lake->clock->Now());
+  return std::move(*made);
 }
 
 }  // namespace
 
 arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
     std::shared_ptr<LakeState> lake, const TableName& name) {
-  // The head and the listing of metadata/ in parallel: with a current head,
-  // that is the only round trip before the data.
+  // The head (read and decoded) and the listing of metadata/ in parallel:
+  // with a current head, that is the only round trip before the data, and
+  // decoding it costs no time of its own.
   const std::string table_key = TableKey(name);
-  auto head = std::async(std::launch::async, [&] {
-    return lake->store->Get(versions::MetadataPrefix(table_key) + "/" +
-                            format::kHeadName);
+  auto head = std::async(std::launch::async, [&store = *lake->store, &table_key] {
+    return ReadHead(store, table_key);
   });
   auto latest = versions::FindLatestVersion(*lake->store, table_key);
-  auto head_bytes = head.get();
+  auto decoded = head.get();
   TIMELAKE_RETURN_NOT_OK(latest.status());
   if (!*latest) return versions::TableNotFound(*lake->store, table_key, name.ToString());
-  if (auto state = FromHead(lake, name, **latest, head_bytes)) return state;
+  if (auto state = FromHead(lake, name, **latest, std::move(decoded))) return state;
   auto bytes = lake->store->Get((*latest)->key);
   if (!bytes.ok()) return WithContext(bytes.status(), "loading table " + name.ToString());
-  auto metadata = format::TableMetadata::Parse((*bytes)->ToString(),
-                                               lake->store->Uri((*latest)->key));
+  auto metadata =
+      format::TableMetadata::Parse(AsView(**bytes), lake->store->Uri((*latest)->key));
   if (!metadata.ok()) {
     return WithContext(metadata.status(), "loading table " + name.ToString());
   }
