@@ -250,7 +250,7 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableState(
     std::shared_ptr<LakeState> lake, const TableName& name) {
   // The head (read and decoded) and the listing of metadata/ in parallel:
   // with a current head, that is the only round trip before the data, and
-  // decoding it costs no time of its own.
+  // decoding the head overlaps the listing.
   const std::string table_key = TableKey(name);
   auto head = std::async(std::launch::async, [&store = *lake->store, &table_key] {
     return ReadHead(store, table_key);
