@@ -20,7 +20,7 @@
 //! table scans).
 //!
 //! How it is planned, in three steps:
-//! 1. [`plan_sql`]: DataFusion's parser (sqlparser) knows only Snowflake's
+//! 1. [`logical_plan`]: DataFusion's parser (sqlparser) knows only Snowflake's
 //!    `ASOF JOIN … MATCH_CONDITION (…)`. When the SQL mentions `ASOF`, its
 //!    tokens are rewritten first: DuckDB's spelling gets a
 //!    `MATCH_CONDITION (<marker>)` naming inner or left, so both spellings
@@ -62,7 +62,6 @@ use datafusion::optimizer::analyzer::AnalyzerRule;
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{ExtensionPlanner, PhysicalPlanner};
-use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
     self as sql, BinaryOperator, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
@@ -83,17 +82,20 @@ const LEFT_MARK: &str = "__timelake_asof_left";
 
 // --- 1. parsing -------------------------------------------------------------
 
-/// Plans `sql` as `SessionContext::sql_with_options` does, with `ASOF JOIN`
-/// in DuckDB's and Snowflake's spellings.
-pub async fn plan_sql(ctx: &SessionContext, sql: &str, options: SQLOptions) -> Result<DataFrame> {
-    if !sql.to_ascii_lowercase().contains("asof") {
-        return ctx.sql_with_options(sql, options).await;
-    }
-    let state = ctx.state();
-    let statement = parse(&state, sql)?;
-    let plan = state.statement_to_plan(statement).await?;
+/// The logical plan of `sql`, as `SessionContext::sql_with_options` makes
+/// it, with `ASOF JOIN` in DuckDB's and Snowflake's spellings.
+pub async fn logical_plan(
+    state: &SessionState,
+    sql: &str,
+    options: SQLOptions,
+) -> Result<LogicalPlan> {
+    let plan = if sql.to_ascii_lowercase().contains("asof") {
+        state.statement_to_plan(parse(state, sql)?).await?
+    } else {
+        state.create_logical_plan(sql).await?
+    };
     options.verify_plan(&plan)?;
-    ctx.execute_logical_plan(plan).await
+    Ok(plan)
 }
 
 /// One statement, its ASOF joins made plannable (module comment, step 1).

@@ -10,10 +10,11 @@ use datafusion::catalog::Session;
 use datafusion::common::Result;
 use datafusion::execution::context::{QueryPlanner, SQLOptions};
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::TaskContext;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
-use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::prelude::SessionContext;
 
 use crate::asof::{AsofFilterPushdown, AsofJoinRule, AsofMarker, AsofPlanner};
 use crate::gapfill::{FillFunction, GapFillPlanner, GapFillRule, TimeBucketGapfill};
@@ -59,7 +60,24 @@ pub fn register_functions(ctx: &SessionContext) {
 }
 
 /// Plans one statement, with ASOF JOIN in the spellings [`crate::asof`]
-/// accepts.
-pub async fn sql(ctx: &SessionContext, sql: &str, options: SQLOptions) -> Result<DataFrame> {
-    crate::asof::plan_sql(ctx, sql, options).await
+/// accepts, and the context its execution needs.
+///
+/// A query is planned on one copy of the session state, the one its tasks
+/// run with: `SessionContext::sql` would copy the state (its maps of every
+/// function) once more for the `DataFrame`. A statement that changes the
+/// session (SET, RESET) goes through the context, which applies it.
+pub async fn plan(
+    ctx: &SessionContext,
+    sql: &str,
+    options: SQLOptions,
+) -> Result<(Arc<dyn ExecutionPlan>, Arc<TaskContext>)> {
+    let state = ctx.state();
+    let logical = crate::asof::logical_plan(&state, sql, options).await?;
+    if matches!(logical, LogicalPlan::Ddl(_) | LogicalPlan::Statement(_)) {
+        let df = ctx.execute_logical_plan(logical).await?;
+        let task_ctx = Arc::new(df.task_ctx());
+        return Ok((df.create_physical_plan().await?, task_ctx));
+    }
+    let physical = state.create_physical_plan(&logical).await?;
+    Ok((physical, Arc::new(TaskContext::from(&state))))
 }

@@ -379,10 +379,21 @@ impl TimelakeTable {
         // Parquet footers are cached per store, shared by the lake's
         // sessions and filled from the head's inlined footers too
         // (crate::footers); data files are immutable in Iceberg.
-        let reader_factory = CachedParquetFileReaderFactory::new(
-            Arc::clone(&client),
-            runtime_env.cache_manager.get_file_metadata_cache(),
-        );
+        let cache = runtime_env.cache_manager.get_file_metadata_cache();
+        let indexed = groups
+            .iter()
+            .flat_map(|g| g.iter())
+            .map(|f| &f.object_meta.location)
+            .filter(|location| footers::footer_only(cache.as_ref(), location))
+            .cloned()
+            .collect();
+        let reader_factory = footers::PageIndexedFactory {
+            inner: Arc::new(CachedParquetFileReaderFactory::new(
+                Arc::clone(&client),
+                cache,
+            )),
+            indexed,
+        };
 
         let mut options = state.default_table_options().parquet;
         let reader_factory: Arc<dyn ParquetFileReaderFactory> = if row_filters {

@@ -187,11 +187,9 @@ impl Session {
         let planned = runtime::run_interruptible(
             async move {
                 let plan_err = |e| from_datafusion(&e, Phase::Planning);
-                let df = crate::planner::sql(&ctx, &sql, query_options())
+                let (plan, task_ctx) = crate::planner::plan(&ctx, &sql, query_options())
                     .await
                     .map_err(plan_err)?;
-                let task_ctx = Arc::new(df.task_ctx());
-                let plan = df.create_physical_plan().await.map_err(plan_err)?;
                 execute_stream(plan, task_ctx).map_err(|e| from_datafusion(&e, Phase::Execution))
             },
             &self.interrupted,
@@ -224,11 +222,9 @@ impl Session {
         let ran = runtime::run_interruptible(
             async move {
                 let plan_err = |e| from_datafusion(&e, Phase::Planning);
-                let df = crate::planner::sql(&ctx, &statement, query_options())
+                let (plan, task_ctx) = crate::planner::plan(&ctx, &statement, query_options())
                     .await
                     .map_err(plan_err)?;
-                let task_ctx = Arc::new(df.task_ctx());
-                let plan = df.create_physical_plan().await.map_err(plan_err)?;
                 collect(plan, task_ctx)
                     .await
                     .map_err(|e| from_datafusion(&e, Phase::Execution))

@@ -95,9 +95,10 @@ fn run(ctx: &SessionContext, sql: &str) -> datafusion::common::Result<Vec<Record
         .build()
         .unwrap();
     rt.block_on(async {
-        let df = crate::planner::sql(ctx, sql, datafusion::execution::context::SQLOptions::new())
-            .await?;
-        df.collect().await
+        let (plan, task_ctx) =
+            crate::planner::plan(ctx, sql, datafusion::execution::context::SQLOptions::new())
+                .await?;
+        datafusion::physical_plan::collect(plan, task_ctx).await
     })
 }
 

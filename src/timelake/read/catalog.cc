@@ -379,7 +379,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
   } catch (const json::exception&) {
     // A request we cannot read prunes nothing; the scan stays correct.
   }
-  TIMELAKE_ASSIGN_OR_RAISE(auto files, internal::ListLiveFiles(table));
+  TIMELAKE_ASSIGN_OR_RAISE(const auto live, internal::SharedLiveFiles(table));
+  const std::vector<format::LiveFile>& files = *live;
   // The session's SET values, then the table's properties, then defaults.
   std::map<std::string, std::string> session;
   if (request.is_object() && request.contains("settings") &&

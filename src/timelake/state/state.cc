@@ -316,6 +316,13 @@ arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& tab
   return ListLiveFilesOf(table, snapshot);
 }
 
+arrow::Result<std::shared_ptr<const std::vector<format::LiveFile>>> SharedLiveFiles(
+    const TableState& table) {
+  if (table.head_files != nullptr) return table.head_files;
+  TIMELAKE_ASSIGN_OR_RAISE(auto files, ListLiveFiles(table));
+  return std::make_shared<const std::vector<format::LiveFile>>(std::move(files));
+}
+
 arrow::Result<std::vector<format::LiveFile>> ListLiveFilesOf(
     const TableState& table, const format::Snapshot* snapshot) {
   std::vector<format::LiveFile> out;

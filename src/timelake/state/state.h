@@ -221,6 +221,12 @@ arrow::Result<std::shared_ptr<const TableState>> LoadTableStateForRead(
 // (delete files), kStorage.
 arrow::Result<std::vector<format::LiveFile>> ListLiveFiles(const TableState& table);
 
+// The same files without copying them when the version was loaded through
+// the head (every query plans over them: a copy of each file's statistics
+// per query grows with the table).
+arrow::Result<std::shared_ptr<const std::vector<format::LiveFile>>> SharedLiveFiles(
+    const TableState& table);
+
 // The data files of `snapshot` of the table (none for nullptr), from its
 // manifests (read through the lake's cache). Errors: as ListLiveFiles.
 arrow::Result<std::vector<format::LiveFile>> ListLiveFilesOf(
