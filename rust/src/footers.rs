@@ -114,7 +114,7 @@ pub fn decode_blob(
 ///
 /// DataFusion's Parquet opener asks for a file's metadata without page
 /// indexes and, when its pruning wants them, reads and parses them itself,
-/// without keeping them. A footer that entered the cache without them (a
+/// without keeping them (apache/datafusion#23978, open upstream). A footer that entered the cache without them (a
 /// file whose footer the head does not carry, read by an earlier query) thus
 /// had its page indexes fetched and parsed again by every query: 7% of a
 /// warm TSBS `single-groupby-1-1-1` at 4,000 hosts. For the files in
