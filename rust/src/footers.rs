@@ -114,10 +114,11 @@ pub fn decode_blob(
 ///
 /// DataFusion's Parquet opener asks for a file's metadata without page
 /// indexes and, when its pruning wants them, reads and parses them itself,
-/// without keeping them (apache/datafusion#23978, open upstream). A footer that entered the cache without them (a
-/// file whose footer the head does not carry, read by an earlier query) thus
-/// had its page indexes fetched and parsed again by every query: 7% of a
-/// warm TSBS `single-groupby-1-1-1` at 4,000 hosts. For the files in
+/// without keeping them (apache/datafusion#23978, open upstream). A footer
+/// that entered the cache without them (a file whose footer the head does
+/// not carry, read by an earlier query) thus had its page indexes fetched
+/// and parsed again by every query: 7% of a warm TSBS
+/// `single-groupby-1-1-1` at 4,000 hosts. For the files in
 /// `indexed`, the metadata is asked for with its page indexes; the cache's
 /// reader then loads them once and keeps them. Every other file is read as
 /// DataFusion asks, so a cold query makes the same requests as before.
