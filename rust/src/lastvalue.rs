@@ -14,13 +14,19 @@
 //! read the table's last-value index (exactly those rows, which C++ holds
 //! decoded) instead of scanning and sorting the whole table.
 //!
-//! The rule matches the optimized logical plan `Filter(rn = 1)` over
-//! `WindowAggr(row_number)` over an unfiltered `TableScan` of a Timelake
-//! table, and asks C++ whether the current snapshot has an index for that
-//! series key and time column. If so, the three nodes become a scan of the
-//! index with `1` as the row number; otherwise nothing changes. Rows with
-//! equal newest times are one row in the index, the tie rule's winner, which
-//! is one of the rows the query may return.
+//! The rule matches `Filter(rn = 1)` over `WindowAggr(row_number)` over an
+//! unfiltered `TableScan` of a Timelake table, and asks C++ whether the
+//! current snapshot has an index for that series key and time column. If
+//! so, the nodes become a scan of the index with `1` as the row number;
+//! otherwise nothing changes. Rows with equal newest times are one row in
+//! the index, the tie rule's winner, which is one of the rows the query may
+//! return.
+//!
+//! It runs twice. As an analyzer rule (after type coercion) it matches the
+//! plan as the SQL planner builds it, the subquery's projection between
+//! filter and window, so that the optimizer never works on the window plan.
+//! As an optimizer rule it matches the forms the optimizer first has to
+//! simplify, and the newest row of one series.
 
 use std::fmt;
 use std::sync::Arc;
@@ -29,8 +35,9 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::tree_node::Transformed;
-use datafusion::common::{Column, ScalarValue};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Column, ScalarValue, TableReference};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::{provider_as_source, source_as_provider};
@@ -40,6 +47,7 @@ use datafusion::logical_expr::{
     lit, BinaryExpr, Expr, LogicalPlan, LogicalPlanBuilder, Operator, TableProviderFilterPushDown,
     TableScanBuilder, TableType, WindowFunctionDefinition,
 };
+use datafusion::optimizer::analyzer::AnalyzerRule;
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 use datafusion::physical_plan::ExecutionPlan;
 
@@ -56,27 +64,74 @@ fn column_name(expr: &Expr) -> Option<&str> {
     }
 }
 
-/// Whether `predicate` is `<column> = 1` (either side).
-fn is_first_row(predicate: &Expr, column: &str) -> bool {
-    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = predicate else {
-        return false;
-    };
-    if *op != Operator::Eq {
-        return false;
+/// `expr` without the casts type coercion put around it.
+fn uncast(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Cast(c) => uncast(&c.expr),
+        Expr::TryCast(c) => uncast(&c.expr),
+        other => other,
     }
-    let one = |e: &Expr| match e {
-        Expr::Literal(v, _) => matches!(
-            v,
-            ScalarValue::UInt64(Some(1))
-                | ScalarValue::Int64(Some(1))
-                | ScalarValue::Int32(Some(1))
-        ),
-        _ => false,
-    };
-    (column_name(left) == Some(column) && one(right))
-        || (column_name(right) == Some(column) && one(left))
 }
 
+/// Whether `expr` is the integer literal 1 (perhaps cast).
+fn is_one(expr: &Expr) -> bool {
+    matches!(
+        uncast(expr),
+        Expr::Literal(
+            ScalarValue::UInt64(Some(1))
+                | ScalarValue::Int64(Some(1))
+                | ScalarValue::Int32(Some(1)),
+            _
+        )
+    )
+}
+
+/// Whether `predicate` is `<column> = 1` (either side, perhaps with casts)
+/// for the column `name` of the relation `qualifier`.
+fn is_first_row_named(predicate: &Expr, qualifier: Option<&TableReference>, name: &str) -> bool {
+    let Expr::BinaryExpr(BinaryExpr {
+        left,
+        op: Operator::Eq,
+        right,
+    }) = predicate
+    else {
+        return false;
+    };
+    let is_column = |e: &Expr| match uncast(e) {
+        Expr::Column(c) => {
+            c.name == name && (c.relation.is_none() || c.relation.as_ref() == qualifier)
+        }
+        _ => false,
+    };
+    (is_column(left) && is_one(right)) || (is_column(right) && is_one(left))
+}
+
+/// Whether `predicate` is `<column> = 1` (either side).
+fn is_first_row(predicate: &Expr, column: &str) -> bool {
+    is_first_row_named(predicate, None, column)
+}
+
+/// Rewrites the plan as the SQL planner builds it, so that the optimizer
+/// starts from the index (the common case).
+impl AnalyzerRule for LastValueRewrite {
+    fn name(&self) -> &str {
+        "timelake_last_value_rewrite"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DFResult<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            Ok(match self.try_rewrite_analyzed(&node)? {
+                Some(rewritten) => Transformed::yes(rewritten),
+                None => Transformed::no(node),
+            })
+        })
+        .map(|t| t.data)
+    }
+}
+
+/// Rewrites the optimized plan: the forms the analyzer's rewrite does not
+/// know, once the optimizer has simplified them, and the newest row of one
+/// series.
 impl OptimizerRule for LastValueRewrite {
     fn name(&self) -> &str {
         "timelake_last_value_rewrite"
@@ -139,6 +194,8 @@ fn index_scan(
 }
 
 impl LastValueRewrite {
+    /// The optimized form: `Filter(rn = 1)` over `WindowAggr`, perhaps with
+    /// a projection of bare columns between them.
     fn try_rewrite(&self, plan: &LogicalPlan) -> DFResult<Option<LogicalPlan>> {
         if let LogicalPlan::Sort(_) = plan {
             return self.try_rewrite_top_one(plan);
@@ -157,57 +214,14 @@ impl LastValueRewrite {
         let LogicalPlan::Window(window) = below else {
             return Ok(None);
         };
-        let LogicalPlan::TableScan(scan) = window.input.as_ref() else {
-            return Ok(None);
-        };
-        if !scan.filters.is_empty() || scan.fetch.is_some() || window.window_expr.len() != 1 {
-            return Ok(None);
-        }
         let fields = window.schema.fields();
         let row_number_name = fields[fields.len() - 1].name().clone();
         if !is_first_row(&filter.predicate, &row_number_name) {
             return Ok(None);
         }
-        let Expr::WindowFunction(function) = window.window_expr[0].clone().unalias() else {
+        let Some(new_scan) = newest_per_series(window)? else {
             return Ok(None);
         };
-        let WindowFunctionDefinition::WindowUDF(udf) = &function.fun else {
-            return Ok(None);
-        };
-        let params = &function.params;
-        if udf.name() != "row_number"
-            || !params.args.is_empty()
-            || params.filter.is_some()
-            || params.partition_by.is_empty()
-            || params.order_by.len() != 1
-            || params.order_by[0].asc
-        {
-            return Ok(None);
-        }
-        let Some(partition_by) = params
-            .partition_by
-            .iter()
-            .map(|e| column_name(e).map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-        else {
-            return Ok(None);
-        };
-        let Some(order_by) = column_name(&params.order_by[0].expr) else {
-            return Ok(None);
-        };
-
-        let provider = source_as_provider(&scan.source)?;
-        let Some(table) = provider.downcast_ref::<TimelakeTable>() else {
-            return Ok(None);
-        };
-        let index = table
-            .last_value_index(&partition_by, order_by)
-            .map_err(crate::error::TlError::into_datafusion)?;
-        let Some(index) = index else {
-            return Ok(None);
-        };
-
-        let new_scan = index_scan(scan, &provider, index)?;
         let mut exprs: Vec<Expr> = new_scan
             .schema()
             .columns()
@@ -220,6 +234,66 @@ impl LastValueRewrite {
             rewritten = rewritten.project(p.expr.clone())?;
         }
         Ok(Some(rewritten.build()?))
+    }
+
+    /// The form the SQL planner builds, before the optimizer runs:
+    /// `Filter(rn = 1)` over the subquery's projection (which names the row
+    /// number `rn`, perhaps under a subquery alias) over `WindowAggr`.
+    /// Rewritten here, the optimizer only ever sees the small plan over the
+    /// index instead of optimizing the window plan first.
+    fn try_rewrite_analyzed(&self, plan: &LogicalPlan) -> DFResult<Option<LogicalPlan>> {
+        let LogicalPlan::Filter(filter) = plan else {
+            return Ok(None);
+        };
+        let (alias, projection) = match filter.input.as_ref() {
+            LogicalPlan::SubqueryAlias(a) => match a.input.as_ref() {
+                LogicalPlan::Projection(p) => (Some(a), p),
+                _ => return Ok(None),
+            },
+            LogicalPlan::Projection(p) => (None, p),
+            _ => return Ok(None),
+        };
+        let LogicalPlan::Window(window) = projection.input.as_ref() else {
+            return Ok(None);
+        };
+        // The window's row number as the projection passes it on: the one
+        // output that is exactly that column (perhaps renamed).
+        let fields = window.schema.fields();
+        let row_number = fields[fields.len() - 1].name();
+        let is_row_number =
+            |e: &Expr| matches!(e.clone().unalias(), Expr::Column(c) if &c.name == row_number);
+        let Some(position) = projection.expr.iter().position(is_row_number) else {
+            return Ok(None);
+        };
+        let (qualifier, field) = filter.input.schema().qualified_field(position);
+        if !is_first_row_named(&filter.predicate, qualifier, field.name()) {
+            return Ok(None);
+        }
+        let Some(new_scan) = newest_per_series(window)? else {
+            return Ok(None);
+        };
+        // Every row of the index is its series' first: the row number is 1.
+        let exprs = projection
+            .expr
+            .iter()
+            .map(|e| {
+                e.clone()
+                    .transform_up(|node| {
+                        Ok(match node {
+                            Expr::Column(c) if &c.name == row_number => {
+                                Transformed::yes(lit(ScalarValue::UInt64(Some(1))))
+                            }
+                            other => Transformed::no(other),
+                        })
+                    })
+                    .map(|t| t.data)
+            })
+            .collect::<DFResult<Vec<_>>>()?;
+        let rewritten = LogicalPlanBuilder::from(new_scan).project(exprs)?;
+        Ok(Some(match alias {
+            Some(a) => rewritten.alias(a.alias.clone())?.build()?,
+            None => rewritten.build()?,
+        }))
     }
 
     /// `… WHERE <series key> = … ORDER BY <time> DESC LIMIT 1`: the newest
@@ -286,6 +360,57 @@ impl LastValueRewrite {
             plan.with_new_exprs(plan.expressions(), vec![below_sort])?,
         ))
     }
+}
+
+/// A scan of the last-value index that answers `window`: one
+/// `row_number()` partitioned by plain columns and ordered by one column
+/// descending, over an unfiltered scan of a Timelake table whose current
+/// snapshot has an index for that series key and time column (C++ checks).
+fn newest_per_series(window: &datafusion::logical_expr::Window) -> DFResult<Option<LogicalPlan>> {
+    let LogicalPlan::TableScan(scan) = window.input.as_ref() else {
+        return Ok(None);
+    };
+    if !scan.filters.is_empty() || scan.fetch.is_some() || window.window_expr.len() != 1 {
+        return Ok(None);
+    }
+    let Expr::WindowFunction(function) = window.window_expr[0].clone().unalias() else {
+        return Ok(None);
+    };
+    let WindowFunctionDefinition::WindowUDF(udf) = &function.fun else {
+        return Ok(None);
+    };
+    let params = &function.params;
+    if udf.name() != "row_number"
+        || !params.args.is_empty()
+        || params.filter.is_some()
+        || params.partition_by.is_empty()
+        || params.order_by.len() != 1
+        || params.order_by[0].asc
+    {
+        return Ok(None);
+    }
+    let Some(partition_by) = params
+        .partition_by
+        .iter()
+        .map(|e| column_name(e).map(str::to_string))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return Ok(None);
+    };
+    let Some(order_by) = column_name(&params.order_by[0].expr) else {
+        return Ok(None);
+    };
+    let provider = source_as_provider(&scan.source)?;
+    let Some(table) = provider.downcast_ref::<TimelakeTable>() else {
+        return Ok(None);
+    };
+    let index = table
+        .last_value_index(&partition_by, order_by)
+        .map_err(crate::error::TlError::into_datafusion)?;
+    let Some(index) = index else {
+        return Ok(None);
+    };
+    index_scan(scan, &provider, index).map(Some)
 }
 
 /// A Timelake table read through its last-value index: same schema, the

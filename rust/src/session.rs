@@ -108,6 +108,10 @@ impl Session {
         ctx.register_udaf(M4::udaf());
         ctx.register_udaf(TimeWeighted::mean_udaf());
         ctx.register_udaf(TimeWeighted::state_udaf());
+        // The newest row per series reads the last-value index: rewritten
+        // before the optimizer runs where the form is plain, after it for
+        // the rest (crate::lastvalue).
+        ctx.add_analyzer_rule(Arc::new(LastValueRewrite));
         ctx.add_optimizer_rule(Arc::new(LastValueRewrite));
         // GROUP BY time_bucket(…) queries read covering rollups (crate::routing).
         ctx.add_analyzer_rule(Arc::new(RollupRouting));

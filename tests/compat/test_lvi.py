@@ -145,6 +145,22 @@ def test_newest_row_per_series_sql_reads_the_index(warehouse, tmp_path):
     got = cli_query(warehouse, sql, tmp_path)
     assert [(r["device"], r["time"], r["value"]) for r in got.to_pylist()] == \
         latest_by_duckdb(warehouse, "q")
+    # The same question under a subquery alias, as a CTE, and with a
+    # projection between filter and window (which the optimizer merges
+    # first): each reads the index and gives the same rows.
+    inner = ("SELECT device, time, value, ROW_NUMBER() OVER "
+             "(PARTITION BY device ORDER BY time DESC) AS rn FROM q")
+    for variant in [f"SELECT t.device, t.time, t.value FROM ({inner}) AS t WHERE t.rn = 1 "
+                    "ORDER BY device",
+                    f"WITH newest AS ({inner}) SELECT device, time, value FROM newest "
+                    "WHERE 1 = rn ORDER BY device",
+                    f"SELECT device, time, value FROM (SELECT device, time, value, rn "
+                    f"FROM ({inner})) WHERE rn = 1 ORDER BY device"]:
+        plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {variant}", "--format", "json").stdout
+        assert "WindowAggr" not in plan and not reads_data_files(warehouse, variant), plan
+        got = cli_query(warehouse, variant, tmp_path)
+        assert [(r["device"], r["time"], r["value"]) for r in got.to_pylist()] == \
+            latest_by_duckdb(warehouse, "q"), variant
     # A filter inside the window's input changes the question: no rewrite.
     filtered = sql.replace("FROM q)", "FROM q WHERE value < 10)")
     plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {filtered}", "--format", "json").stdout
