@@ -71,19 +71,25 @@ int Fail(TlSink* sink, const arrow::Status& st) {
   return kErrorCode;
 }
 
-// The `member` of a plan_scan request, if it has one.
-std::optional<json> RequestMember(const char* request, const char* member) {
-  if (request == nullptr) return std::nullopt;
+// A plan_scan request, parsed once per callback. Text that does not parse
+// is a request without members: it prunes nothing, and the scan stays
+// correct.
+json ParseRequest(std::string_view request) {
   json parsed = json::parse(request, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object() || !parsed.contains(member)) return std::nullopt;
-  return parsed[member];
+  return parsed.is_object() ? parsed : json::object();
+}
+
+// The `member` of a plan_scan request, if it has one.
+const json* RequestMember(const json& request, const char* member) {
+  auto it = request.find(member);
+  return it == request.end() ? nullptr : &*it;
 }
 
 // The session settings of a plan_scan request.
-std::map<std::string, std::string> RequestSettings(const char* request) {
+std::map<std::string, std::string> RequestSettings(const json& request) {
   std::map<std::string, std::string> out;
-  auto settings = RequestMember(request, "settings");
-  if (!settings || !settings->is_object()) return out;
+  const json* settings = RequestMember(request, "settings");
+  if (settings == nullptr || !settings->is_object()) return out;
   for (const auto& [k, v] : settings->items()) {
     if (v.is_string()) out[k] = v.get<std::string>();
   }
@@ -123,14 +129,10 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
 }
 
 // The snapshot a plan_scan request reads (time travel), if it names one.
-std::optional<int64_t> RequestedSnapshot(const char* request) {
-  if (request == nullptr) return std::nullopt;
-  json parsed = json::parse(request, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object() || !parsed.contains("snapshot_id") ||
-      !parsed["snapshot_id"].is_number_integer()) {
-    return std::nullopt;
-  }
-  return parsed["snapshot_id"].get<int64_t>();
+std::optional<int64_t> RequestedSnapshot(const json& request) {
+  const json* id = RequestMember(request, "snapshot_id");
+  if (id == nullptr || !id->is_number_integer()) return std::nullopt;
+  return id->get<int64_t>();
 }
 
 // The snapshots of a table as the SQL function snapshots(table) lists them.
@@ -369,26 +371,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanBatch(
                                   std::move(columns));
 }
 
-}  // namespace
-
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
-    const internal::TableState& table, std::string_view request_text, ScanStats* stats) {
-  json request;
-  try {
-    request = json::parse(request_text);
-  } catch (const json::exception&) {
-    // A request we cannot read prunes nothing; the scan stays correct.
-  }
+// PlanScan of a request parsed by ParseRequest.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanParsedScan(
+    const internal::TableState& table, const json& request, ScanStats* stats) {
   TIMELAKE_ASSIGN_OR_RAISE(const auto live, internal::SharedLiveFiles(table));
   const std::vector<format::LiveFile>& files = *live;
   // The session's SET values, then the table's properties, then defaults.
-  std::map<std::string, std::string> session;
-  if (request.is_object() && request.contains("settings") &&
-      request["settings"].is_object()) {
-    for (const auto& [k, v] : request["settings"].items()) {
-      if (v.is_string()) session[k] = v.get<std::string>();
-    }
-  }
+  const std::map<std::string, std::string> session = RequestSettings(request);
   const settings::Resolver resolve(nullptr, &session, &table.metadata.properties);
   const auto& contract = table.contract;
   const std::string pushdown = resolve.Get("filter-pushdown").value_or("auto");
@@ -473,6 +462,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
   if (TraceScans()) std::fprintf(stderr, "%s\n", scan.ToString().c_str());
   if (stats != nullptr) *stats = std::move(scan);
   return batch;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanScan(
+    const internal::TableState& table, std::string_view request_json, ScanStats* stats) {
+  return PlanParsedScan(table, ParseRequest(request_json), stats);
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanPinnedScan(
@@ -570,7 +566,8 @@ TlCatalogCallbacks MakeCatalogCallbacks(
     auto* ctx = static_cast<CatalogContext*>(raw);
     auto state = Load(ctx, schema, table);
     if (!state.ok()) return Fail(out, state.status());
-    if (auto snapshot = RequestedSnapshot(request)) {
+    const json parsed = ParseRequest(request ? request : "{}");
+    if (auto snapshot = RequestedSnapshot(parsed)) {
       // Time travel: the same planning over the files of that snapshot.
       state = internal::TableStateAt(**state, *snapshot);
       if (!state.ok()) return Fail(out, state.status());
@@ -590,17 +587,17 @@ TlCatalogCallbacks MakeCatalogCallbacks(
       if (!plan.ok()) return Fail(out, plan.status());
       return send(*plan);
     }
-    if (RequestMember(request, "rollups")) {
-      Write(out, RollupsAnswer(**state, RequestSettings(request)));
+    if (RequestMember(parsed, "rollups")) {
+      Write(out, RollupsAnswer(**state, RequestSettings(parsed)));
       return kFound;
     }
-    if (auto want = RequestMember(request, "last_values")) {
+    if (const json* want = RequestMember(parsed, "last_values")) {
       // No batch: the index does not answer this request.
       auto rows = LastValueRows(**state, *want);
       return rows == nullptr ? kFound : send(rows);
     }
     ScanStats stats;
-    auto plan = PlanScan(**state, request ? request : "{}", &stats);
+    auto plan = PlanParsedScan(**state, parsed, &stats);
     if (!plan.ok()) return Fail(out, plan.status());
     if (ctx->log != nullptr) ctx->log->Add(std::move(stats));
     return send(*plan);
