@@ -273,20 +273,26 @@ impl LastValueRewrite {
             return Ok(None);
         };
         // Every row of the index is its series' first: the row number is 1.
+        // An output keeps its name (`rn`, or the name DataFusion gave an
+        // expression of the row number), so the plan above still finds it.
         let exprs = projection
             .expr
             .iter()
-            .map(|e| {
-                e.clone()
-                    .transform_up(|node| {
-                        Ok(match node {
-                            Expr::Column(c) if &c.name == row_number => {
-                                Transformed::yes(lit(ScalarValue::UInt64(Some(1))))
-                            }
-                            other => Transformed::no(other),
-                        })
+            .zip(projection.schema.fields())
+            .map(|(e, field)| {
+                let replaced = e.clone().transform_up(|node| {
+                    Ok(match node {
+                        Expr::Column(c) if &c.name == row_number => {
+                            Transformed::yes(lit(ScalarValue::UInt64(Some(1))))
+                        }
+                        other => Transformed::no(other),
                     })
-                    .map(|t| t.data)
+                })?;
+                Ok(match replaced.data {
+                    named @ Expr::Alias(_) => named,
+                    other if replaced.transformed => other.alias(field.name()),
+                    other => other,
+                })
             })
             .collect::<DFResult<Vec<_>>>()?;
         let rewritten = LogicalPlanBuilder::from(new_scan).project(exprs)?;

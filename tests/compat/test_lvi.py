@@ -161,6 +161,17 @@ def test_newest_row_per_series_sql_reads_the_index(warehouse, tmp_path):
         got = cli_query(warehouse, variant, tmp_path)
         assert [(r["device"], r["time"], r["value"]) for r in got.to_pylist()] == \
             latest_by_duckdb(warehouse, "q"), variant
+    # An expression of the row number the subquery does not name keeps the
+    # name DataFusion gave it, so `SELECT *` above still finds it; it is 1.
+    computed = ("SELECT * FROM (SELECT device, time, value, ROW_NUMBER() OVER "
+                "(PARTITION BY device ORDER BY time DESC) AS rn, ROW_NUMBER() OVER "
+                "(PARTITION BY device ORDER BY time DESC) + 10 FROM q) WHERE rn = 1 "
+                "ORDER BY device")
+    assert not reads_data_files(warehouse, computed)
+    got = cli_query(warehouse, computed, tmp_path)
+    assert got.num_columns == 5 and "+ Int64(10)" in got.column_names[4], got.schema
+    assert [tuple(r.values()) for r in got.to_pylist()] == \
+        [(d, t, v, 1, 11) for d, t, v in latest_by_duckdb(warehouse, "q")]
     # A filter inside the window's input changes the question: no rewrite.
     filtered = sql.replace("FROM q)", "FROM q WHERE value < 10)")
     plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {filtered}", "--format", "json").stdout
