@@ -343,17 +343,9 @@ impl LastValueRewrite {
         }
         columns.sort();
         columns.dedup();
-        let provider = source_as_provider(&scan.source)?;
-        let Some(table) = provider.downcast_ref::<TimelakeTable>() else {
+        let Some(new_scan) = index_scan_for(scan, &columns, order_by)? else {
             return Ok(None);
         };
-        let index = table
-            .last_value_index(&columns, order_by)
-            .map_err(crate::error::TlError::into_datafusion)?;
-        let Some(index) = index else {
-            return Ok(None);
-        };
-        let new_scan = index_scan(scan, &provider, index)?;
         let new_filter = LogicalPlan::Filter(datafusion::logical_expr::Filter::try_new(
             filter.predicate.clone(),
             Arc::new(new_scan),
@@ -406,12 +398,23 @@ fn newest_per_series(window: &datafusion::logical_expr::Window) -> DFResult<Opti
     let Some(order_by) = column_name(&params.order_by[0].expr) else {
         return Ok(None);
     };
+    index_scan_for(scan, &partition_by, order_by)
+}
+
+/// A scan of `scan`'s table through its last-value index, when `scan` reads
+/// a Timelake table whose current snapshot has an index for the series key
+/// `partition_by` and the time column `order_by` (C++ checks both).
+fn index_scan_for(
+    scan: &datafusion::logical_expr::TableScan,
+    partition_by: &[String],
+    order_by: &str,
+) -> DFResult<Option<LogicalPlan>> {
     let provider = source_as_provider(&scan.source)?;
     let Some(table) = provider.downcast_ref::<TimelakeTable>() else {
         return Ok(None);
     };
     let index = table
-        .last_value_index(&partition_by, order_by)
+        .last_value_index(partition_by, order_by)
         .map_err(crate::error::TlError::into_datafusion)?;
     let Some(index) = index else {
         return Ok(None);
