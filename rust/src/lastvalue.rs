@@ -32,7 +32,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::config::ConfigOptions;
@@ -64,11 +64,25 @@ fn column_name(expr: &Expr) -> Option<&str> {
     }
 }
 
-/// `expr` without the casts type coercion put around it.
+/// Whether a cast to `to` keeps every row number (a `UInt64` from 1 up)
+/// as the same number: type coercion's widening casts of `rn = 1`
+/// (`Decimal128(20, 0)` on both sides). A cast that could change which rows
+/// equal 1 (to `BOOLEAN`, say, where every row number is true) is not one.
+fn keeps_row_numbers(to: &DataType) -> bool {
+    match to {
+        DataType::Int64 | DataType::UInt64 | DataType::Float64 => true,
+        DataType::Decimal128(precision, scale) | DataType::Decimal256(precision, scale) => {
+            i16::from(*precision) - i16::from(*scale) >= 20
+        }
+        _ => false,
+    }
+}
+
+/// `expr` without the value-keeping casts type coercion put around it.
 fn uncast(expr: &Expr) -> &Expr {
     match expr {
-        Expr::Cast(c) => uncast(&c.expr),
-        Expr::TryCast(c) => uncast(&c.expr),
+        Expr::Cast(c) if keeps_row_numbers(c.field.data_type()) => uncast(&c.expr),
+        Expr::TryCast(c) if keeps_row_numbers(c.field.data_type()) => uncast(&c.expr),
         other => other,
     }
 }
@@ -260,8 +274,11 @@ impl LastValueRewrite {
         // output that is exactly that column (perhaps renamed).
         let fields = window.schema.fields();
         let row_number = fields[fields.len() - 1].name();
-        let is_row_number =
-            |e: &Expr| matches!(e.clone().unalias(), Expr::Column(c) if &c.name == row_number);
+        let is_row_number = |e: &Expr| match e {
+            Expr::Alias(a) => matches!(a.expr.as_ref(), Expr::Column(c) if &c.name == row_number),
+            Expr::Column(c) => &c.name == row_number,
+            _ => false,
+        };
         let Some(position) = projection.expr.iter().position(is_row_number) else {
             return Ok(None);
         };

@@ -172,6 +172,15 @@ def test_newest_row_per_series_sql_reads_the_index(warehouse, tmp_path):
     assert got.num_columns == 5 and "+ Int64(10)" in got.column_names[4], got.schema
     assert [tuple(r.values()) for r in got.to_pylist()] == \
         [(d, t, v, 1, 11) for d, t, v in latest_by_duckdb(warehouse, "q")]
+    # A cast that changes which row numbers equal 1 is a different question:
+    # every row number is true as a BOOLEAN, so every row counts.
+    cast = ("SELECT count(*) AS n FROM (SELECT device, ROW_NUMBER() OVER (PARTITION BY device "
+            "ORDER BY time DESC) AS rn FROM q) WHERE CAST(rn AS BOOLEAN) = CAST(1 AS BOOLEAN)")
+    plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {cast}", "--format", "json").stdout
+    assert "WindowAggr" in plan, plan
+    every_row = cli_query(warehouse, "SELECT count(*) AS n FROM q", tmp_path).to_pylist()
+    assert every_row == [{"n": 5}]  # 6 appended, one key twice (dedup)
+    assert cli_query(warehouse, cast, tmp_path).to_pylist() == every_row
     # A filter inside the window's input changes the question: no rewrite.
     filtered = sql.replace("FROM q)", "FROM q WHERE value < 10)")
     plan = run_cli("-w", warehouse, "sql", f"EXPLAIN {filtered}", "--format", "json").stdout
