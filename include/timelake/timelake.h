@@ -821,7 +821,9 @@ class Session {
   void Interrupt();
 
  private:
-  arrow::Status EnsureStarted();
+  // Starts the engine before the first statement, `sql`, whose tables load
+  // meanwhile; then does nothing.
+  arrow::Status EnsureStarted(std::string_view sql);
   // A statement DataFusion runs (SqlStream without DELETE).
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Query(std::string_view sql);
   std::unique_ptr<internal::SessionState> state_;

@@ -409,6 +409,14 @@ TlCode tl_session_set_option(TlSession* session, const char* key, const char* va
 // which would only push useful blocks out. Call before the first statement.
 void tl_session_bypass_cache(TlSession* session);
 
+// The tables of the Timelake catalog that one SQL statement reads, found by
+// parsing it only (no session, no callback): "namespace.table" per line in
+// `out_names` (free with tl_string_free), empty when it names none or does
+// not parse (planning it reports why). Unquoted names are lower case, a bare
+// name is in the namespace "default"; CTE names and information_schema are
+// left out. A session loads these while it starts.
+TlCode tl_sql_tables(const char* sql, char** out_names, char** err);
+
 // Plans and runs one SQL statement; the result streams through `out`
 // (get_next runs the plan on Rust's runtime; it must not be called from a
 // callback). Errors, here and from the stream's get_next

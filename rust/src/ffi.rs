@@ -970,6 +970,26 @@ pub unsafe extern "C" fn tl_session_explain_analyze(
     })
 }
 
+/// See `tl_sql_tables` in the header.
+///
+/// # Safety
+/// Pointer arguments must be valid as described in the header.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tl_sql_tables(
+    sql: *const c_char,
+    out_names: *mut *mut c_char,
+    err: *mut *mut c_char,
+) -> TlCode {
+    guard(err, || {
+        require(out_names, "out_names")?;
+        // SAFETY: a valid string (header).
+        let sql = unsafe { str_arg(sql, "sql") }?;
+        let names = crate::session::statement_tables(sql).join("\n");
+        // SAFETY: `out_names` was checked above.
+        unsafe { write_out(out_names, "out_names", into_c_string(&names)) }
+    })
+}
+
 /// See `tl_session_describe_rollup` in the header.
 #[no_mangle]
 pub unsafe extern "C" fn tl_session_describe_rollup(

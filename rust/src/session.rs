@@ -16,6 +16,8 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::physical_plan::{collect, execute_stream};
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::DFParser;
+use datafusion::sql::resolve::resolve_table_references;
 
 use crate::callbacks::Callbacks;
 use crate::catalog::{TimelakeCatalog, CATALOG};
@@ -54,6 +56,33 @@ fn query_options() -> SQLOptions {
         .with_allow_statements(true)
 }
 
+/// The tables of the Timelake catalog that `sql` (one statement) reads, as
+/// "namespace.table", found by parsing it only: no session, no callback.
+/// A statement that does not parse, or is not one statement, names none
+/// (planning it reports why). Names are normalized as planning does
+/// (unquoted identifiers lower case) and a bare name is in the default
+/// namespace. `information_schema` and CTE names are not tables here.
+pub fn statement_tables(sql: &str) -> Vec<String> {
+    let Ok(mut statements) = DFParser::parse_sql(sql) else {
+        return Vec::new();
+    };
+    let (Some(statement), true) = (statements.pop_front(), statements.is_empty()) else {
+        return Vec::new();
+    };
+    let Ok((tables, _ctes)) = resolve_table_references(&statement, true) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = tables
+        .into_iter()
+        .map(|t| t.resolve(CATALOG, DEFAULT_SCHEMA))
+        .filter(|t| t.catalog.as_ref() == CATALOG && t.schema.as_ref() != "information_schema")
+        .map(|t| format!("{}.{}", t.schema, t.table))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 pub struct Session {
     ctx: SessionContext,
     store: Arc<Store>,
@@ -69,6 +98,10 @@ pub struct Session {
 impl Session {
     /// Creates a session whose catalog asks `callbacks`.
     pub fn new(store: Arc<Store>, callbacks: Callbacks, target_partitions: u32) -> TlResult<Self> {
+        // The runtime's threads start now if they have not: the first
+        // statement's tables load beside this (C++ Session::EnsureStarted)
+        // and their requests need them at once.
+        runtime::handle();
         let callbacks = Arc::new(callbacks);
         let mut config = SessionConfig::new()
             .with_information_schema(true)
@@ -251,5 +284,48 @@ impl Session {
             lines.extend(text.iter().flatten().map(str::to_string));
         }
         Ok(lines.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statement_tables;
+
+    #[test]
+    fn statement_tables_names_the_catalog_tables_a_statement_reads() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "SELECT * FROM bench.cpu WHERE hostname = 'a'",
+                &["bench.cpu"],
+            ),
+            // A bare name is in the default namespace; unquoted names are
+            // lower case, quoted ones keep their case.
+            ("select * from CPU", &["default.cpu"]),
+            (r#"SELECT * FROM "Bench"."Cpu""#, &["Bench.Cpu"]),
+            ("SELECT * FROM timelake.bench.cpu", &["bench.cpu"]),
+            // Joins, subqueries and repeats: each table once, sorted.
+            (
+                "SELECT * FROM b.x JOIN a.y ON x.k = y.k \
+                 WHERE x.v IN (SELECT v FROM a.y) AND EXISTS (SELECT 1 FROM c.z)",
+                &["a.y", "b.x", "c.z"],
+            ),
+            // A CTE is not a table; the table it reads is.
+            (
+                "WITH recent AS (SELECT * FROM bench.cpu) SELECT * FROM recent",
+                &["bench.cpu"],
+            ),
+            // Other catalogs and information_schema are not the lake's.
+            ("SELECT * FROM other.bench.cpu", &[]),
+            ("SELECT * FROM information_schema.tables", &[]),
+            ("SELECT 1", &[]),
+            ("SET datafusion.execution.batch_size = 100", &[]),
+            // What does not parse, or is not one statement, names nothing:
+            // planning reports the error.
+            ("SELEC * FROM bench.cpu", &[]),
+            ("SELECT * FROM a.b; SELECT * FROM c.d", &[]),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(statement_tables(sql), *want, "{sql}");
+        }
     }
 }

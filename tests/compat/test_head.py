@@ -42,7 +42,7 @@ def footer_paths(warehouse, table):
     return []
 
 
-def make_table(warehouse, tmp_path, name="s", appends=3):
+def make_table(warehouse, tmp_path, name="s", appends=3, properties=()):
     rows_per = SERIES
     for i in range(appends):
         t = pa.table({
@@ -56,6 +56,8 @@ def make_table(warehouse, tmp_path, name="s", appends=3):
         args = ["-w", warehouse, "append", name, f]
         if i == 0:
             args += ["--create", "--time-column", "time", "--series-key", "sensor"]
+            for p in properties:
+                args += ["--set", p]
         run_cli(*args)
 
 
@@ -93,6 +95,29 @@ def test_cold_latest_and_filtered_query_round_trips(warehouse, tmp_path):
         assert lines[1] == ("s00042,20042" if "LIMIT 1" in sql else "s00000,20000"), lines[:2]
         if "LIMIT 1" not in sql:
             assert len(lines) == SERIES + 1
+
+
+def test_one_statement_loads_each_table_once(warehouse, tmp_path):
+    """A statement asks for a table's schema, then for its scan; a new
+    process loads the table while its engine starts. Each table is loaded
+    once for the statement (one head, one listing), even with a
+    version-check-interval of 0, which makes every statement look for a
+    newer version, and the statement reads that one version throughout."""
+    make_table(warehouse, tmp_path, name="a", appends=1,
+               properties=["timelake.version-check-interval=0s"])
+    make_table(warehouse, tmp_path, name="b", appends=1)
+    sql = ("SELECT count(*) AS n FROM a JOIN b ON a.sensor = b.sensor AND a.time = b.time "
+           "WHERE a.sensor = 's00042'")
+    requests, out = trace(warehouse, "sql", sql, "--format", "csv")
+    metadata = Counter((m, k.split("/")[1]) for m, k in requests if "/metadata" in k)
+    assert metadata == {("GET", "a"): 1, ("LIST", "a"): 1, ("GET", "b"): 1,
+                        ("LIST", "b"): 1}, requests
+    assert out.strip().splitlines()[1] == "1"
+    # A CTE of the same name as no table, and a table that does not exist:
+    # the statement fails as it did, naming the table.
+    proc = run_cli("-w", warehouse, "sql", "WITH c AS (SELECT * FROM a) SELECT * FROM c "
+                   "JOIN nope ON true", check=False)
+    assert proc.returncode != 0 and "nope" in proc.stderr, proc.stderr
 
 
 def test_stale_or_corrupt_head_gives_the_same_answers(warehouse, tmp_path):

@@ -40,6 +40,7 @@ struct CatalogContext {
   std::shared_ptr<ScanLog> log;
   std::shared_ptr<const PinnedScan> pinned;
   std::shared_ptr<const internal::TableState> version;
+  std::shared_ptr<StatementVersions> statement;
   // The versions this session's callbacks loaded, by table: the lake's
   // table cache entry they came from (kept without its lake) and the state
   // made from it. Every query asks for its tables twice (schema, then
@@ -96,15 +97,9 @@ std::map<std::string, std::string> RequestSettings(const json& request) {
   return out;
 }
 
-arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* ctx,
-                                                                const char* schema,
-                                                                const char* table) {
-  TIMELAKE_ASSIGN_OR_RAISE(
-      auto name, TableName::Parse(std::string(schema) + "." + std::string(table)));
-  if (ctx->pinned != nullptr && ctx->pinned->table->name == name) {
-    return ctx->pinned->table;
-  }
-  if (ctx->version != nullptr && ctx->version->name == name) return ctx->version;
+// The newest version of `name` as the lake's table cache allows.
+arrow::Result<std::shared_ptr<const internal::TableState>> LoadNewest(
+    CatalogContext* ctx, const TableName& name) {
   if (auto cached = ctx->lake->tables.Fresh(name, ctx->lake->clock->Now())) {
     std::lock_guard<std::mutex> lock(ctx->mu);
     auto& slot = ctx->loaded[name.ToString()];
@@ -125,6 +120,22 @@ arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* 
       ctx->loaded[name.ToString()] = {std::move(cached), *state};
     }
   }
+  return state;
+}
+
+arrow::Result<std::shared_ptr<const internal::TableState>> Load(CatalogContext* ctx,
+                                                                const char* schema,
+                                                                const char* table) {
+  TIMELAKE_ASSIGN_OR_RAISE(
+      auto name, TableName::Parse(std::string(schema) + "." + std::string(table)));
+  if (ctx->pinned != nullptr && ctx->pinned->table->name == name) {
+    return ctx->pinned->table;
+  }
+  if (ctx->version != nullptr && ctx->version->name == name) return ctx->version;
+  if (ctx->statement == nullptr) return LoadNewest(ctx, name);
+  if (auto same = ctx->statement->Get(name.ToString())) return same;
+  auto state = LoadNewest(ctx, name);
+  if (state.ok()) ctx->statement->Put(*state);
   return state;
 }
 
@@ -213,6 +224,23 @@ void ScanLog::Add(ScanStats stats) {
 std::vector<ScanStats> ScanLog::Take() {
   std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(scans_, {});
+}
+
+void StatementVersions::Put(std::shared_ptr<const internal::TableState> table) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tables_.emplace(table->name.ToString(), std::move(table));
+}
+
+std::shared_ptr<const internal::TableState> StatementVersions::Get(
+    const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tables_.find(name);
+  return it == tables_.end() ? nullptr : it->second;
+}
+
+void StatementVersions::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  tables_.clear();
 }
 
 namespace {
@@ -489,13 +517,15 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanPinnedScan(
 TlCatalogCallbacks MakeCatalogCallbacks(
     std::shared_ptr<internal::LakeState> lake, std::shared_ptr<ScanLog> log,
     std::shared_ptr<const PinnedScan> pinned,
-    std::shared_ptr<const internal::TableState> version) {
+    std::shared_ptr<const internal::TableState> version,
+    std::shared_ptr<StatementVersions> statement) {
   TlCatalogCallbacks cb{};
   auto* context = new CatalogContext;
   context->lake = std::move(lake);
   context->log = std::move(log);
   context->pinned = std::move(pinned);
   context->version = std::move(version);
+  context->statement = std::move(statement);
   cb.ctx = context;
   cb.list_schemas = [](void* raw, TlSink* out) -> int {
     auto* ctx = static_cast<CatalogContext*>(raw);

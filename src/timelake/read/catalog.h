@@ -8,6 +8,7 @@
 #ifndef TIMELAKE_READ_CATALOG_H_
 #define TIMELAKE_READ_CATALOG_H_
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,6 +46,25 @@ class ScanLog {
   std::vector<ScanStats> scans_;
 };
 
+// The version of each table that the statement being planned reads. The
+// first ask for a table loads it (or finds it loaded while the session
+// started: session.cc), and every later ask of the same statement (its
+// schema, then its scan) gets that version, whatever the lake's table cache
+// does meanwhile. The session clears it once the statement is planned.
+// Thread-safe.
+class StatementVersions {
+ public:
+  // Keeps the first version put for a table.
+  void Put(std::shared_ptr<const internal::TableState> table);
+  // The version of `name` ("ns.table") this statement reads, or nullptr.
+  std::shared_ptr<const internal::TableState> Get(const std::string& name) const;
+  void Clear();
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const internal::TableState>> tables_;
+};
+
 // The answer to a plan_scan request (a batch as timelake_platform.h lays it
 // out): the files of the current snapshot that may match the request's
 // filters, newest first, and the groups of them that dedup on read merges.
@@ -75,12 +95,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlanPinnedScan(
 // Callbacks for tl_session_new over `lake`; scans are recorded in `log`
 // when given; with `pinned`, its table is read as PinnedScan says; with
 // `version`, its table is read at that version, not the newest (a rollup
-// refresh reads the snapshot it records). The returned struct owns a
-// context that its release callback frees.
+// refresh reads the snapshot it records); with `statement`, the asks of one
+// statement share each table's version. The returned struct owns a context
+// that its release callback frees.
 TlCatalogCallbacks MakeCatalogCallbacks(
     std::shared_ptr<internal::LakeState> lake, std::shared_ptr<ScanLog> log = nullptr,
     std::shared_ptr<const PinnedScan> pinned = nullptr,
-    std::shared_ptr<const internal::TableState> version = nullptr);
+    std::shared_ptr<const internal::TableState> version = nullptr,
+    std::shared_ptr<StatementVersions> statement = nullptr);
 
 }  // namespace timelake::read
 

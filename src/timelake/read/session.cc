@@ -1,9 +1,12 @@
 // Copyright 2026 The Timelake Authors. Apache-2.0.
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <future>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <arrow/c/bridge.h>
 #include <arrow/record_batch.h>
@@ -419,23 +422,68 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-arrow::Status Session::EnsureStarted() {
-  if (state_->session != nullptr) return arrow::Status::OK();
+namespace {
+
+// The tables of the lake that `sql` reads, found by parsing it alone; none
+// when it does not parse (planning reports that).
+std::vector<TableName> TablesNamedIn(std::string_view sql) {
+  const std::string text(sql);
+  char* out = nullptr;
   char* err = nullptr;
-  const int code = tl_session_new(
-      state_->lake->store->raw(), read::MakeCatalogCallbacks(state_->lake, state_->scans),
-      state_->settings.target_partitions, &state_->session, &err);
-  TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, "starting a SQL session"));
-  for (const auto& [name, value] : state_->settings.values) {
-    const settings::Setting* s = settings::Find(name);
-    const std::string key = s != nullptr ? s->SqlName() : name;
-    const int rc =
-        tl_session_set_option(state_->session, key.c_str(), value.c_str(), &err);
-    if (rc != TL_OK) {
-      tl_session_free(state_->session);
-      state_->session = nullptr;
-      return storage::FromPlatform(rc, err, "setting " + key);
+  std::vector<TableName> tables;
+  if (tl_sql_tables(text.c_str(), &out, &err) != TL_OK) {
+    tl_string_free(err);
+    return tables;
+  }
+  std::string_view names = out;
+  while (!names.empty()) {
+    const size_t end = std::min(names.find('\n'), names.size());
+    if (auto name = TableName::Parse(names.substr(0, end)); name.ok()) {
+      tables.push_back(*std::move(name));
     }
+    names.remove_prefix(std::min(end + 1, names.size()));
+  }
+  tl_string_free(out);
+  return tables;
+}
+
+}  // namespace
+
+arrow::Status Session::EnsureStarted(std::string_view sql) {
+  if (state_->session != nullptr) return arrow::Status::OK();
+  // A new process's first statement waits for the engine to start (its
+  // functions registered, its code paged in) and for its tables' heads and
+  // listings: the two overlap. The versions loaded here are the ones the
+  // statement reads. A table that fails to load here is loaded again while
+  // planning, which reports why.
+  auto started = std::async(std::launch::async, [this]() -> arrow::Status {
+    char* err = nullptr;
+    TlSession* session = nullptr;
+    const int code =
+        tl_session_new(state_->lake->store->raw(),
+                       read::MakeCatalogCallbacks(state_->lake, state_->scans, nullptr,
+                                                  nullptr, state_->statement),
+                       state_->settings.target_partitions, &session, &err);
+    TIMELAKE_RETURN_NOT_OK(storage::FromPlatform(code, err, "starting a SQL session"));
+    for (const auto& [name, value] : state_->settings.values) {
+      const settings::Setting* s = settings::Find(name);
+      const std::string key = s != nullptr ? s->SqlName() : name;
+      const int rc = tl_session_set_option(session, key.c_str(), value.c_str(), &err);
+      if (rc != TL_OK) {
+        tl_session_free(session);
+        return storage::FromPlatform(rc, err, "setting " + key);
+      }
+    }
+    state_->session = session;
+    return arrow::Status::OK();
+  });
+  for (const auto& name : TablesNamedIn(sql)) {
+    auto table = internal::LoadTableStateForRead(state_->lake, name);
+    if (table.ok()) state_->statement->Put(*std::move(table));
+  }
+  if (auto st = started.get(); !st.ok()) {
+    state_->statement->Clear();
+    return st;
   }
   state_->started.store(state_->session, std::memory_order_release);
   return arrow::Status::OK();
@@ -450,11 +498,13 @@ void Session::Interrupt() {
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Session::Query(
     std::string_view sql) {
-  TIMELAKE_RETURN_NOT_OK(EnsureStarted());
+  TIMELAKE_RETURN_NOT_OK(EnsureStarted(sql));
   const std::string text = NormalizeSettingName(sql);
   struct ArrowArrayStream stream;
   char* err = nullptr;
   const int code = tl_session_sql(state_->session, text.c_str(), &stream, &err);
+  // The next statement reads the versions it finds.
+  state_->statement->Clear();
   if (code != TL_OK) return storage::FromPlatform(code, err, "running SQL");
   auto reader = internal::PlatformStream::Import(&stream);
   if (!reader.ok()) return WithContext(reader.status(), "running SQL");
@@ -479,12 +529,13 @@ arrow::Result<std::shared_ptr<arrow::Table>> Session::Sql(std::string_view sql) 
 }
 
 arrow::Result<std::string> Session::ExplainAnalyze(std::string_view sql) {
-  TIMELAKE_RETURN_NOT_OK(EnsureStarted());
+  TIMELAKE_RETURN_NOT_OK(EnsureStarted(sql));
   const std::string text(sql);
   char* out = nullptr;
   char* err = nullptr;
   state_->scans->Take();
   const int code = tl_session_explain_analyze(state_->session, text.c_str(), &out, &err);
+  state_->statement->Clear();
   if (code != TL_OK) return storage::FromPlatform(code, err, "EXPLAIN ANALYZE");
   // File pruning happens in the engine, before DataFusion sees the files:
   // its counts come first, then DataFusion's plan with row-group and page

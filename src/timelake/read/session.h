@@ -31,6 +31,8 @@ struct SessionState {
   std::shared_ptr<LakeState> lake;
   SessionSettings settings;
   std::shared_ptr<read::ScanLog> scans = std::make_shared<read::ScanLog>();
+  std::shared_ptr<read::StatementVersions> statement =
+      std::make_shared<read::StatementVersions>();
   TlSession* session = nullptr;
   // `session` once it is fully set up, for Interrupt(), which may read it
   // from a signal handler or another thread while EnsureStarted writes.
